@@ -1,0 +1,11 @@
+# The packages xfunc's INTERFACE target needs (shared by the build and the installed config).
+include(CMakeFindDependencyMacro)
+find_dependency(xtl)
+find_dependency(xsimd)
+find_dependency(xtensor)
+find_dependency(Boost 1.71)
+find_dependency(Threads)
+if(NOT TARGET BLAS::BLAS)
+  set(BLA_VENDOR OpenBLAS)
+  find_dependency(BLAS)
+endif()

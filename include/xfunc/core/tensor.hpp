@@ -1,0 +1,254 @@
+#pragma once
+// xf::tensor: a value-semantic handle to a dense strided buffer, a meta (shape-only) tensor, or
+// a transform wrapper (grad-tracking, dual, batched). Copies share the implementation.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include <xfunc/core/device.hpp>
+#include <xfunc/core/dtype.hpp>
+#include <xfunc/core/error.hpp>
+#include <xfunc/core/layer.hpp>
+#include <xfunc/core/shape.hpp>
+
+namespace xfunc {
+
+namespace detail {
+struct tensor_impl;
+struct grad_node;
+
+/// A contiguous, 64-byte aligned buffer. Tiny buffers live inline (no second allocation).
+struct storage {
+  explicit storage(std::size_t nbytes) : nbytes(nbytes) {
+    if (nbytes <= sizeof(small)) {
+      data = small;
+    } else {
+      data = static_cast<std::byte*>(std::aligned_alloc(64, (nbytes + 63) / 64 * 64));
+      if (!data) fail("xf: out of memory allocating ", nbytes, " bytes");
+    }
+  }
+  ~storage() {
+    if (data != small) std::free(data);
+  }
+  storage(const storage&) = delete;
+  storage& operator=(const storage&) = delete;
+
+  std::byte* data;
+  std::size_t nbytes;
+  alignas(64) std::byte small[32];
+};
+
+enum class impl_kind : std::uint8_t { dense, grad, dual, batched };
+}  // namespace detail
+
+template <class T>
+concept tensor_element = std::is_arithmetic_v<T>;
+
+/// The tensor handle. Copying shares storage; `clone()` copies the data.
+class tensor {
+ public:
+  tensor() = default;
+  explicit tensor(std::shared_ptr<detail::tensor_impl> impl) : impl_(std::move(impl)) {}
+
+  /// 1-d to 4-d tensors from nested braces; the dtype follows the element type.
+  template <tensor_element T>
+  tensor(std::initializer_list<T> v);
+  template <tensor_element T>
+  tensor(std::initializer_list<std::initializer_list<T>> v);
+  template <tensor_element T>
+  tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> v);
+  template <tensor_element T>
+  tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> v);
+
+  bool defined() const { return impl_ != nullptr; }
+  const shape_t& shape() const;
+  std::int64_t size(std::int64_t d) const;
+  std::int64_t dim() const { return static_cast<std::int64_t>(shape().size()); }
+  std::int64_t numel() const { return detail::numel_of(shape()); }
+  xfunc::dtype dtype() const;
+  xfunc::device device() const;
+  /// Strides (in elements) of the underlying dense buffer, as seen through this tensor.
+  shape_t strides() const;
+  bool is_contiguous() const;
+  /// The value of a 0-d or one-element tensor as T.
+  template <class T>
+  T item() const;
+
+  tensor to(xfunc::dtype d) const;
+  tensor to(xfunc::device d) const;
+
+  // shape and views (see ops/view.hpp)
+  tensor reshape(shape_t s) const;
+  tensor view(shape_t s) const;
+  tensor transpose(std::int64_t d0, std::int64_t d1) const;
+  tensor t() const;
+  tensor permute(dims_t dims) const;
+  tensor unsqueeze(std::int64_t d) const;
+  tensor squeeze() const;
+  tensor squeeze(std::int64_t d) const;
+  tensor expand(shape_t s) const;
+  tensor flatten() const;
+  tensor select(std::int64_t dim, std::int64_t i) const;
+  tensor narrow(std::int64_t dim, std::int64_t start, std::int64_t len) const;
+  tensor diagonal() const;
+  tensor movedim(std::int64_t src, std::int64_t dst) const;
+  tensor contiguous() const;
+  tensor clone() const;
+  tensor detach() const;
+
+  // in-place (see ops/inplace.hpp)
+  tensor& add_(const tensor& o);
+  tensor& add_(double v);
+  tensor& sub_(const tensor& o);
+  tensor& sub_(double v);
+  tensor& mul_(const tensor& o);
+  tensor& mul_(double v);
+  tensor& div_(const tensor& o);
+  tensor& div_(double v);
+  tensor& copy_(const tensor& src);
+  tensor& zero_();
+  tensor& fill_(double v);
+  tensor& neg_();
+  tensor& exp_();
+  tensor& sin_();
+  tensor& cos_();
+  tensor& clamp_(double lo, double hi);
+
+  detail::tensor_impl* impl() const { return impl_.get(); }
+  const std::shared_ptr<detail::tensor_impl>& impl_ptr() const { return impl_; }
+
+ private:
+  void check_defined() const;
+  std::shared_ptr<detail::tensor_impl> impl_;
+};
+
+namespace detail {
+
+/// One implementation struct for every kind of tensor, so that shape/dtype queries need no
+/// virtual call. Logical shape/dtype/device are cached on every kind.
+struct tensor_impl {
+  impl_kind kind = impl_kind::dense;
+  xfunc::dtype dt = dtype::float32;
+  xfunc::device dev = cpu;
+  shape_t shape;
+  // dense: strides in elements and offset into the storage (meta tensors have no storage)
+  shape_t strides;
+  std::int64_t offset = 0;
+  std::shared_ptr<storage> store;
+  // wrappers: the layer that made it, the wrapped value one layer down, and per-kind data
+  layer_ptr owner;
+  tensor inner;                      // grad: value, dual: primal, batched: value with bdim
+  tensor tangent;                    // dual: tangent (undefined = zero)
+  std::int64_t bdim = 0;             // batched: physical batch dim of `inner`
+  std::shared_ptr<grad_node> node;   // grad: the node that produced it (or its leaf)
+
+  bool is_dense() const { return kind == impl_kind::dense; }
+  template <class T>
+  T* data() const {
+    return reinterpret_cast<T*>(store->data) + offset;
+  }
+};
+
+inline std::shared_ptr<tensor_impl> make_dense_impl(const shape_t& s, dtype dt, device dev) {
+  auto impl = std::make_shared<tensor_impl>();
+  impl->dt = dt;
+  impl->dev = dev;
+  impl->shape = s;
+  impl->strides = contiguous_strides(s);
+  if (dev.kind == device_kind::cuda)
+    fail("xf: the cuda device is not available in this build (CPU and meta only); use xf::cpu");
+  if (dev.kind == device_kind::cpu)
+    impl->store = std::make_shared<storage>(static_cast<std::size_t>(numel_of(s)) * dtype_size(dt));
+  return impl;
+}
+
+/// A fresh contiguous dense tensor (uninitialised data).
+inline tensor empty_dense(const shape_t& s, dtype dt, device dev = cpu) {
+  return tensor(make_dense_impl(s, dt, dev));
+}
+
+template <class T, class L>
+void flatten_list(const L& l, shape_t& shp, std::size_t depth, std::vector<T>& out) {
+  if constexpr (std::is_arithmetic_v<L>) {
+    out.push_back(l);
+  } else {
+    auto n = static_cast<std::int64_t>(l.size());
+    if (shp.size() <= depth) shp.push_back(n);
+    else if (shp[depth] != n)
+      fail("xf::tensor: ragged nested list (a row of length ", n, " where ", shp[depth],
+           " was expected); every row must have the same length");
+    for (const auto& e : l) flatten_list<T>(e, shp, depth + 1, out);
+  }
+}
+
+template <class T, class L>
+tensor tensor_from_list(const L& l) {
+  shape_t shp;
+  std::vector<T> vals;
+  flatten_list<T>(l, shp, 0, vals);
+  using E = std::conditional_t<std::is_same_v<T, bool>, bool,
+                               std::conditional_t<std::is_same_v<T, float>, float,
+                                                  std::conditional_t<std::is_floating_point_v<T>, double, std::int64_t>>>;
+  tensor t = empty_dense(shp, dtype_of<T>());
+  E* p = t.impl()->template data<E>();
+  for (std::size_t i = 0; i < vals.size(); ++i) p[i] = static_cast<E>(vals[i]);
+  return t;
+}
+}  // namespace detail
+
+template <tensor_element T>
+tensor::tensor(std::initializer_list<T> v) : tensor(detail::tensor_from_list<T>(v)) {}
+template <tensor_element T>
+tensor::tensor(std::initializer_list<std::initializer_list<T>> v) : tensor(detail::tensor_from_list<T>(v)) {}
+template <tensor_element T>
+tensor::tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> v)
+    : tensor(detail::tensor_from_list<T>(v)) {}
+template <tensor_element T>
+tensor::tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> v)
+    : tensor(detail::tensor_from_list<T>(v)) {}
+
+inline void tensor::check_defined() const {
+  if (!impl_) detail::fail("xf: operation on an undefined tensor (default-constructed xf::tensor); assign it first");
+}
+inline const shape_t& tensor::shape() const {
+  check_defined();
+  return impl_->shape;
+}
+inline std::int64_t tensor::size(std::int64_t d) const {
+  return shape()[static_cast<std::size_t>(detail::wrap_dim(d, dim()))];
+}
+inline dtype tensor::dtype() const {
+  check_defined();
+  return impl_->dt;
+}
+inline device tensor::device() const {
+  check_defined();
+  return impl_->dev;
+}
+
+/// Whether two tensors share one storage buffer (a tensor and any view of it do).
+inline bool same_storage(const tensor& a, const tensor& b) {
+  const detail::tensor_impl* x = a.impl();
+  const detail::tensor_impl* y = b.impl();
+  while (x && !x->is_dense()) x = x->inner.impl();
+  while (y && !y->is_dense()) y = y->inner.impl();
+  return x && y && x->store && x->store == y->store;
+}
+
+/// A 0-d tensor holding v; dtype from v's C++ type (double→f64, int→i64, bool→b8).
+template <tensor_element T>
+tensor scalar(T v) {
+  tensor t = detail::empty_dense({}, dtype_of<T>());
+  detail::visit_dtype(t.dtype(), [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    *t.impl()->template data<E>() = static_cast<E>(v);
+  });
+  return t;
+}
+
+}  // namespace xfunc

@@ -1,0 +1,157 @@
+#pragma once
+// Reading values out of tensors: item(), printing, allclose/equal, to(device), xtensor interop.
+#include <cmath>
+#include <iomanip>
+#include <ostream>
+
+#include <xtensor/xarray.hpp>
+
+#include <xfunc/backend/cpu.hpp>
+#include <xfunc/dispatch/wrappers.hpp>
+#include <xfunc/fwd.hpp>
+
+namespace xfunc {
+namespace detail {
+/// The plain value behind grad and dual wrappers; batched values have none ("data-dependent").
+inline const tensor& concrete_value(const tensor& t, const char* what) {
+  const tensor* p = &t;
+  while (!p->impl()->is_dense()) {
+    if (p->impl()->kind == impl_kind::batched && p->impl()->owner->alive)
+      fail("xf: ", what, " of a batched tensor inside vmap is data-dependent: each example has its own value. "
+           "Express the computation with tensor ops (e.g. xf::where instead of a branch), or move it out of vmap");
+    p = &p->impl()->inner;
+  }
+  if (p->device() == meta) fail("xf: ", what, " of a meta tensor: meta tensors have no data");
+  return *p;
+}
+}  // namespace detail
+
+template <class T>
+T tensor::item() const {
+  check_defined();
+  const tensor& v = detail::concrete_value(*this, "item()");
+  if (v.numel() != 1)
+    detail::fail("xf: item() needs a tensor with exactly one element, got shape ", v.shape());
+  T out{};
+  detail::visit_dtype(v.dtype(), [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    out = static_cast<T>(v.impl()->template data<E>()[0]);
+  });
+  return out;
+}
+
+inline tensor tensor::to(xfunc::device d) const {
+  check_defined();
+  if (d == device()) return *this;
+  if (d.kind == device_kind::cuda)
+    detail::fail("xf: the cuda device is not available in this build (CPU and meta only)");
+  if (d == meta) return detail::empty_dense(shape(), dtype(), meta);
+  detail::fail("xf: a meta tensor has no data to move to ", d, "; create the tensor on that device instead");
+}
+
+/// Copies any xtensor expression into a new tensor (dtype from its value type).
+template <class E>
+tensor from_xtensor(const xt::xexpression<E>& expr) {
+  using V = typename E::value_type;
+  xt::xarray<V> a = expr.derived_cast();
+  shape_t s(a.shape().begin(), a.shape().end());
+  tensor t = detail::empty_dense(s, dtype_of<V>());
+  detail::visit_dtype(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::copy(a.begin(), a.end(), t.impl()->template data<T>());
+  });
+  return t;
+}
+
+/// The values of t as an xt::xarray<T>.
+template <class T>
+xt::xarray<T> to_xtensor(const tensor& t) {
+  const tensor& v = detail::concrete_value(t, "to_xtensor");
+  std::vector<std::size_t> s(v.shape().begin(), v.shape().end());
+  xt::xarray<T> out(s);
+  tensor c = detail::backend::contiguous_as(v, dtype_of<T>());
+  const auto* p = c.impl()->template data<std::conditional_t<std::is_same_v<T, float>, float,
+      std::conditional_t<std::is_floating_point_v<T>, double, std::conditional_t<std::is_same_v<T, bool>, bool, std::int64_t>>>>();
+  std::copy(p, p + v.numel(), out.begin());
+  return out;
+}
+
+inline bool allclose(const tensor& a, const tensor& b, double rtol, double atol) {
+  const tensor& x = detail::concrete_value(a, "allclose");
+  const tensor& y = detail::concrete_value(b, "allclose");
+  if (!(x.shape() == y.shape())) return false;
+  tensor xc = detail::backend::contiguous_as(x, f64), yc = detail::backend::contiguous_as(y, f64);
+  const double* p = xc.impl()->data<double>();
+  const double* q = yc.impl()->data<double>();
+  for (std::int64_t i = 0; i < x.numel(); ++i) {
+    if (std::isnan(p[i]) || std::isnan(q[i])) return false;
+    if (p[i] == q[i]) continue;
+    if (std::abs(p[i] - q[i]) > atol + rtol * std::abs(q[i])) return false;
+  }
+  return true;
+}
+
+inline bool equal(const tensor& a, const tensor& b) {
+  const tensor& x = detail::concrete_value(a, "equal");
+  const tensor& y = detail::concrete_value(b, "equal");
+  if (!(x.shape() == y.shape()) || x.dtype() != y.dtype()) return false;
+  return allclose(x, y, 0.0, 0.0);
+}
+
+namespace detail {
+inline void print_values(std::ostream& os, const tensor& v) {
+  tensor c = backend::contiguous_as(v, v.dtype());
+  const shape_t& s = v.shape();
+  const std::int64_t n = v.numel();
+  visit_dtype(v.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = c.impl()->template data<T>();
+    if (s.empty()) {
+      os << +p[0];
+      return;
+    }
+    // nested brackets, at most 6 entries per row shown ("..." elides the middle)
+    std::vector<std::int64_t> idx(s.size(), 0);
+    auto rec = [&](auto&& self, std::size_t d, std::int64_t base) -> void {
+      os << '[';
+      const std::int64_t m = s[d];
+      std::int64_t stride = 1;
+      for (std::size_t k = d + 1; k < s.size(); ++k) stride *= s[k];
+      for (std::int64_t i = 0; i < m; ++i) {
+        if (m > 6 && i == 3) {
+          os << "..., ";
+          i = m - 3;
+        }
+        if (d + 1 == s.size()) os << +p[base + i];
+        else self(self, d + 1, base + i * stride);
+        if (i + 1 < m) os << ", ";
+      }
+      os << ']';
+    };
+    if (n > 0) rec(rec, 0, 0);
+    else os << "[]";
+  });
+}
+}  // namespace detail
+
+/// Prints values, shape and dtype; a transform wrapper prints as such with its parts.
+inline std::ostream& operator<<(std::ostream& os, const tensor& t) {
+  if (!t.defined()) return os << "tensor(undefined)";
+  const detail::tensor_impl& p = *t.impl();
+  switch (p.kind) {
+    case detail::impl_kind::dense:
+      os << "tensor(";
+      if (p.dev == meta) os << "...";
+      else detail::print_values(os, t);
+      return os << ", shape=" << p.shape << ", dtype=" << p.dt << (p.dev == meta ? ", device=meta" : "") << ')';
+    case detail::impl_kind::grad:
+      return os << "grad_tracking(level=" << p.owner->level << ", value=" << p.inner << ')';
+    case detail::impl_kind::dual:
+      return os << "dual(level=" << p.owner->level << ", primal=" << p.inner << ", tangent=" << p.tangent << ')';
+    case detail::impl_kind::batched:
+      return os << "batched(level=" << p.owner->level << ", bdim=" << p.bdim << ", value=" << p.inner << ')';
+  }
+  return os;
+}
+
+}  // namespace xfunc

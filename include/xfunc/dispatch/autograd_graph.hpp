@@ -1,0 +1,91 @@
+#pragma once
+// Reverse mode: the nodes a grad layer records, and the backward pass over them.
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include <xfunc/dispatch/wrappers.hpp>
+#include <xfunc/fwd.hpp>
+
+namespace xfunc::detail {
+
+// NOTE: [Reverse mode]
+// A grad layer records, for every op whose arguments include its wrappers, a node holding the
+// unwrapped arguments and output and, per argument, the node that produced it (null when that
+// argument is not tracked at this layer). Backward formulas are written with xfunc ops on those
+// unwrapped tensors, so they land on the layers below: a backward pass is itself differentiable
+// and batchable (hessian, vmap(grad), jacrev = vmap(vjp) need no special cases).
+struct grad_node {
+  std::vector<std::shared_ptr<grad_node>> next;  // one per argument; null = not tracked
+  virtual ~grad_node() = default;
+  /// One gradient per argument (undefined = zero or not needed) for the output cotangent g.
+  virtual tensor_list apply(const tensor& g) = 0;
+  virtual bool is_leaf() const { return false; }
+};
+
+/// The node of an input of a grad/vjp call: where its gradient is collected.
+struct leaf_node final : grad_node {
+  tensor_list apply(const tensor&) override { return {}; }
+  bool is_leaf() const override { return true; }
+};
+
+/// A node whose backward is a closure (used by custom functions and composite rules).
+struct closure_node final : grad_node {
+  std::function<tensor_list(const tensor&)> fn;
+  tensor_list apply(const tensor& g) override { return fn(g); }
+};
+
+/// Runs the backward pass from `roots` with cotangents `gs` (one per root); returns the
+/// gradient reaching each leaf in `leaves` (undefined where none reaches it).
+inline tensor_list run_backward(const std::vector<std::shared_ptr<grad_node>>& roots, const tensor_list& gs,
+                                const std::vector<std::shared_ptr<grad_node>>& leaves) {
+  // Topological order by iterative DFS (graphs can be deep: no recursion).
+  std::vector<grad_node*> order;
+  std::unordered_map<grad_node*, bool> seen;
+  for (const auto& root : roots) {
+    if (!root || seen.count(root.get())) continue;
+    std::vector<std::pair<grad_node*, std::size_t>> dfs{{root.get(), 0}};
+    seen[root.get()] = true;
+    while (!dfs.empty()) {
+      auto& [n, i] = dfs.back();
+      if (i < n->next.size()) {
+        grad_node* c = n->next[i++].get();
+        if (c && !seen.count(c)) {
+          seen[c] = true;
+          dfs.emplace_back(c, 0);
+        }
+      } else {
+        order.push_back(n);
+        dfs.pop_back();
+      }
+    }
+  }
+  std::unordered_map<grad_node*, tensor> acc;
+  auto accumulate = [&](grad_node* n, const tensor& g) {
+    tensor& slot = acc[n];
+    slot = slot.defined() ? xfunc::add(slot, g) : g;
+  };
+  for (std::size_t r = 0; r < roots.size(); ++r)
+    if (roots[r] && gs[r].defined()) accumulate(roots[r].get(), gs[r]);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    grad_node* n = *it;
+    if (n->is_leaf()) continue;
+    auto found = acc.find(n);
+    if (found == acc.end() || !found->second.defined()) continue;
+    tensor gn = std::move(found->second);
+    acc.erase(found);
+    tensor_list gi = n->apply(gn);
+    for (std::size_t k = 0; k < n->next.size() && k < gi.size(); ++k)
+      if (n->next[k] && gi[k].defined()) accumulate(n->next[k].get(), gi[k]);
+  }
+  tensor_list out;
+  out.reserve(leaves.size());
+  for (const auto& l : leaves) {
+    auto f = acc.find(l.get());
+    out.push_back(f == acc.end() ? tensor() : f->second);
+  }
+  return out;
+}
+
+}  // namespace xfunc::detail

@@ -1,0 +1,184 @@
+#pragma once
+// The dispatcher: hands each op call to the layer its arguments belong to, and the generic
+// grad / jvp / vmap interpreters that apply an op's rules at one layer.
+#include <cstdio>
+#include <mutex>
+#include <span>
+#include <string_view>
+
+#include <xfunc/dispatch/autograd_graph.hpp>
+#include <xfunc/dispatch/layer_stack.hpp>
+#include <xfunc/dispatch/wrappers.hpp>
+
+namespace xfunc {
+tensor stack(const std::vector<tensor>& ts, std::int64_t dim);
+namespace detail {
+
+// NOTE: [Op definitions]
+// An op is a struct with everything about it in one place:
+//   name                      "xf::add" (make_fx and error messages use it)
+//   attrs                     its non-tensor arguments (a struct; no_attrs when none)
+//   kernel(in, attrs)         the backend computation on dense cpu or meta tensors
+//   vjp(in, out, g, attrs)    one gradient per tensor argument, in xfunc ops   [differentiable]
+//   jvp(in, tin, out, attrs)  output tangent from argument tangents, in xfunc ops (an undefined
+//                             tangent means zero)                                [differentiable]
+//   batch(in, bdims, B, attrs) the batch rule: physical values and their batch dims in, the
+//                             result and its batch dim out; ops without one use the loop
+//                             fallback (with a one-time warning naming the op)
+// Tensor arguments arrive as one span, so the interpreters below are written once for all ops.
+struct no_attrs {};
+
+template <class Op>
+concept differentiable_op = requires { &Op::vjp; &Op::jvp; };
+template <class Op>
+concept batchable_op = requires { &Op::batch; };
+
+template <class Op>
+tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a);
+
+/// Loop-and-stack fallback for ops without a batch rule.
+template <class Op>
+batched batch_fallback(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
+                       const typename Op::attrs& a) {
+  static std::once_flag warned;
+  std::call_once(warned, [] {
+    std::fprintf(stderr, "xf::vmap: %s has no batch rule; falling back to a loop over the batch (slow)\n",
+                 Op::name);
+  });
+  std::vector<tensor> outs;
+  outs.reserve(static_cast<std::size_t>(B));
+  tensor_list slice(in.size());
+  for (std::int64_t b = 0; b < B; ++b) {
+    for (std::size_t i = 0; i < in.size(); ++i)
+      slice[i] = bdims[i] == no_bdim ? in[i] : in[i].select(bdims[i], b);
+    outs.push_back(dispatch<Op>(slice, a));
+  }
+  return {xfunc::stack(outs, 0), 0};
+}
+
+template <class Op>
+struct op_node final : grad_node {
+  tensor_list in;
+  tensor out;
+  typename Op::attrs attrs;
+  tensor_list apply(const tensor& g) override { return Op::vjp(in, out, g, attrs); }
+};
+
+template <class Op>
+tensor grad_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
+  tensor_list primals(in.size());
+  std::vector<std::shared_ptr<grad_node>> next(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (belongs_to(in[i], L.get())) {
+      primals[i] = in[i].impl()->inner;
+      next[i] = in[i].impl()->node;
+    } else {
+      primals[i] = in[i];
+    }
+  }
+  tensor out = dispatch<Op>(primals, a);
+  if constexpr (!differentiable_op<Op>) {
+    return out;
+  } else {
+    if (!is_floating(out.dtype())) return out;
+    auto node = std::make_shared<op_node<Op>>();
+    node->in = std::move(primals);
+    node->next = std::move(next);
+    node->out = out;
+    node->attrs = a;
+    return wrap_grad(out, L, std::move(node));
+  }
+}
+
+template <class Op>
+tensor jvp_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
+  tensor_list primals(in.size()), tangents(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (belongs_to(in[i], L.get())) {
+      primals[i] = in[i].impl()->inner;
+      tangents[i] = in[i].impl()->tangent;
+    } else {
+      primals[i] = in[i];
+    }
+  }
+  tensor out = dispatch<Op>(primals, a);
+  if constexpr (!differentiable_op<Op>) {
+    return out;
+  } else {
+    if (!is_floating(out.dtype())) return out;
+    bool any = false;
+    for (auto& t : tangents) any = any || t.defined();
+    if (!any) return out;
+    tensor tan = Op::jvp(primals, tangents, out, a);
+    if (!tan.defined()) return out;
+    return wrap_dual(out, tan, L);
+  }
+}
+
+template <class Op>
+tensor vmap_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
+  tensor_list values(in.size());
+  std::vector<std::int64_t> bdims(in.size(), no_bdim);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (belongs_to(in[i], L.get())) {
+      values[i] = in[i].impl()->inner;
+      bdims[i] = in[i].impl()->bdim;
+    } else {
+      values[i] = in[i];
+    }
+  }
+  batched r = [&] {
+    if constexpr (batchable_op<Op>) return Op::batch(values, bdims, L->batch_size, a);
+    else return batch_fallback<Op>(values, bdims, L->batch_size, a);
+  }();
+  if (r.bdim == no_bdim) return r.value;
+  return wrap_batched(r.value, r.bdim, L);
+}
+
+/// The highest live layer among the arguments' wrappers (null if all are plain).
+inline const layer_ptr* top_layer_of(std::span<const tensor> in) {
+  const layer_ptr* top = nullptr;
+  for (const auto& t : in) {
+    const tensor_impl* p = t.impl();
+    if (!p || p->is_dense()) continue;
+    if (!top || p->owner->level > (*top)->level) top = &p->owner;
+  }
+  return top;
+}
+
+// NOTE: [Dispatch]
+// With no wrapper among the arguments (always so outside transforms) the kernel runs directly:
+// the zero-layer fast path. Otherwise the op goes to the layer of the highest live level among
+// its arguments; layers that none of the arguments belong to are skipped without being looked
+// at, in O(1). The interpreter unwraps its level and calls the op again on the unwrapped values,
+// which lands on the layers below.
+template <class Op>
+tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
+  bool dead = false;
+  for (const auto& t : in) dead = dead || is_dead_wrapper(t.impl());
+  if (dead) {
+    tensor_list stripped(in.begin(), in.end());
+    for (auto& t : stripped) t = strip_dead(t);
+    return dispatch<Op>(stripped, a);
+  }
+  const layer_ptr* top = top_layer_of(in);
+  if (!top) return Op::kernel(in, a);
+  layer_ptr L = *top;  // keep the layer alive while its rule runs
+  switch (L->kind) {
+    case transform_kind::grad: return grad_rule<Op>(L, in, a);
+    case transform_kind::jvp: return jvp_rule<Op>(L, in, a);
+    case transform_kind::vmap: return vmap_rule<Op>(L, in, a);
+    case transform_kind::functionalize: break;
+  }
+  fail("xf: ", Op::name, ": functionalize layers are not supported yet");
+}
+
+/// Convenience: dispatch with tensors given inline.
+template <class Op, class... T>
+tensor call(const typename Op::attrs& a, const T&... ts) {
+  const tensor arr[] = {ts...};
+  return dispatch<Op>(std::span<const tensor>(arr, sizeof...(T)), a);
+}
+
+}  // namespace detail
+}  // namespace xfunc

@@ -1,0 +1,98 @@
+#pragma once
+// Comparison and logical ops: boolean results, never differentiable (no vjp/jvp: the grad and
+// jvp layers return their result untracked).
+#include <xfunc/backend/cpu.hpp>
+#include <xfunc/ops/pointwise.hpp>
+
+namespace xfunc {
+namespace detail {
+
+template <class D>
+struct comparison_op {
+  using attrs = no_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs&) {
+    const dtype c = arithmetic_dtype(in[0].dtype(), in[1].dtype());
+    return backend::binary<backend::compare_types>(in[0], in[1], c, dtype::boolean, D::fn);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
+                       const attrs& a) {
+    return broadcast_batch<D>(in, bdims, B, a);
+  }
+};
+
+struct eq_op : comparison_op<eq_op> {
+  static constexpr const char* name = "xf::eq";
+  static constexpr auto fn = [](auto&& a, auto&& b) { return xt::equal(a, b); };
+};
+struct ne_op : comparison_op<ne_op> {
+  static constexpr const char* name = "xf::ne";
+  static constexpr auto fn = [](auto&& a, auto&& b) { return xt::not_equal(a, b); };
+};
+struct lt_op : comparison_op<lt_op> {
+  static constexpr const char* name = "xf::lt";
+  static constexpr auto fn = [](auto&& a, auto&& b) { return a < b; };
+};
+struct le_op : comparison_op<le_op> {
+  static constexpr const char* name = "xf::le";
+  static constexpr auto fn = [](auto&& a, auto&& b) { return a <= b; };
+};
+struct gt_op : comparison_op<gt_op> {
+  static constexpr const char* name = "xf::gt";
+  static constexpr auto fn = [](auto&& a, auto&& b) { return a > b; };
+};
+struct ge_op : comparison_op<ge_op> {
+  static constexpr const char* name = "xf::ge";
+  static constexpr auto fn = [](auto&& a, auto&& b) { return a >= b; };
+};
+struct logical_and_op : comparison_op<logical_and_op> {
+  static constexpr const char* name = "xf::logical_and";
+  static constexpr auto fn = [](auto&& a, auto&& b) {
+    using T = value_t<decltype(a)>;
+    return xt::not_equal(a, T(0)) && xt::not_equal(b, T(0));
+  };
+};
+struct logical_or_op : comparison_op<logical_or_op> {
+  static constexpr const char* name = "xf::logical_or";
+  static constexpr auto fn = [](auto&& a, auto&& b) {
+    using T = value_t<decltype(a)>;
+    return xt::not_equal(a, T(0)) || xt::not_equal(b, T(0));
+  };
+};
+struct logical_not_op {
+  static constexpr const char* name = "xf::logical_not";
+  using attrs = no_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs&) {
+    const dtype c = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
+    return backend::unary<backend::compare_types>(in[0], c, dtype::boolean, [](auto&& x) {
+      using T = value_t<decltype(x)>;
+      return xt::equal(x, T(0));
+    });
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return {dispatch<logical_not_op>(in, a), bdims[0]};
+  }
+};
+
+/// A double compared with a tensor keeps the tensor's dtype (integers compare exactly).
+inline tensor compare_scalar(double v, const tensor& t) {
+  return is_floating(t.dtype()) ? scalar_like(v, t) : scalar(v);
+}
+}  // namespace detail
+
+#define XFUNC_COMPARE(fname, op)                                                                            \
+  inline tensor fname(const tensor& a, const tensor& b) { return detail::call<detail::op>({}, a, b); }      \
+  inline tensor fname(const tensor& a, double b) { return fname(a, detail::compare_scalar(b, a)); }
+XFUNC_COMPARE(eq, eq_op)
+XFUNC_COMPARE(ne, ne_op)
+XFUNC_COMPARE(lt, lt_op)
+XFUNC_COMPARE(le, le_op)
+XFUNC_COMPARE(gt, gt_op)
+XFUNC_COMPARE(ge, ge_op)
+#undef XFUNC_COMPARE
+
+inline tensor logical_and(const tensor& a, const tensor& b) { return detail::call<detail::logical_and_op>({}, a, b); }
+inline tensor logical_or(const tensor& a, const tensor& b) { return detail::call<detail::logical_or_op>({}, a, b); }
+inline tensor logical_not(const tensor& a) { return detail::call<detail::logical_not_op>({}, a); }
+
+}  // namespace xfunc

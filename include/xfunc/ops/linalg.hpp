@@ -1,0 +1,168 @@
+#pragma once
+// Linear algebra. One primitive, bmm_op (a batch of matrix products through BLAS); matmul and
+// the named products are written with it, so they need no rules of their own.
+#include <cblas.h>
+
+#include <xfunc/backend/cpu.hpp>
+#include <xfunc/rules/common.hpp>
+
+namespace xfunc {
+namespace detail {
+
+/// How BLAS can read a strided matrix without a copy: (transpose?, leading dimension), or none.
+inline bool blas_layout(std::int64_t rows, std::int64_t cols, std::int64_t s0, std::int64_t s1, bool& trans,
+                        std::int64_t& ld) {
+  if ((s1 == 1 || cols == 1) && s0 >= std::max<std::int64_t>(cols, 1)) {
+    trans = false;
+    ld = s0;
+    return true;
+  }
+  if ((s0 == 1 || rows == 1) && s1 >= std::max<std::int64_t>(rows, 1)) {
+    trans = true;
+    ld = s1;
+    return true;
+  }
+  return false;
+}
+
+template <class T>
+void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, const T* a, std::int64_t lda, const T* b,
+          std::int64_t ldb, T* c, std::int64_t ldc) {
+  const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+  const auto N = static_cast<blasint>(n), M = static_cast<blasint>(m), K = static_cast<blasint>(k);
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, TA, TB, N, M, K, 1.0f, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0f,
+                c, static_cast<blasint>(ldc));
+  else if constexpr (std::is_same_v<T, double>)
+    cblas_dgemm(CblasRowMajor, TA, TB, N, M, K, 1.0, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0,
+                c, static_cast<blasint>(ldc));
+  else  // integers: plain loops
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < m; ++j) {
+        T s = 0;
+        for (std::int64_t q = 0; q < k; ++q)
+          s += (ta ? a[q * lda + i] : a[i * lda + q]) * (tb ? b[j * ldb + q] : b[q * ldb + j]);
+        c[i * ldc + j] = s;
+      }
+}
+
+/// bmm_op(a [P, n, k], b [P, k, m]) -> [P, n, m].
+struct bmm_op {
+  static constexpr const char* name = "xf::bmm";
+  using attrs = no_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs&) {
+    const tensor &a = in[0], &b = in[1];
+    const std::int64_t P = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
+    dtype dt = promote(a.dtype(), b.dtype());
+    if (dt == dtype::boolean) dt = dtype::int64;
+    if (a.device() == meta || b.device() == meta) return backend::meta_like({P, n, m}, dt);
+    tensor out = zeros({P, n, m}, dt);
+    if (n == 0 || m == 0 || k == 0) return out;
+    backend::numeric_types::visit(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      auto prepare = [&](const tensor& x, std::int64_t r, std::int64_t c, bool& tr, std::int64_t& ld) {
+        const tensor_impl& s = *x.impl();
+        if (s.dt == dt && blas_layout(r, c, s.strides[1], s.strides[2], tr, ld)) return x;
+        tensor y = backend::contiguous_as(x, dt);
+        tr = false;
+        ld = std::max<std::int64_t>(c, 1);
+        return y;
+      };
+      bool ta = false, tb = false;
+      std::int64_t lda = 0, ldb = 0;
+      tensor A = prepare(a, n, k, ta, lda), B = prepare(b, k, m, tb, ldb);
+      const std::int64_t sa = A.impl()->strides[0], sb = B.impl()->strides[0];
+      const T* pa = A.impl()->template data<T>();
+      const T* pb = B.impl()->template data<T>();
+      T* pc = out.impl()->template data<T>();
+      for (std::int64_t p = 0; p < P; ++p) gemm<T>(ta, tb, n, m, k, pa + p * sa, lda, pb + p * sb, ldb, pc + p * n * m, m);
+    });
+    return out;
+  }
+  static tensor bmm3(const tensor& a, const tensor& b) { return call<bmm_op>({}, a, b); }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
+    return {sum_to(bmm3(g, in[1].transpose(1, 2)), in[0]), sum_to(bmm3(in[0].transpose(1, 2), g), in[1])};
+  }
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor&, const attrs&) {
+    tensor r;
+    if (t[0].defined()) r = bmm3(t[0], in[1]);
+    if (t[1].defined()) r = r.defined() ? r + bmm3(in[0], t[1]) : bmm3(in[0], t[1]);
+    return r;
+  }
+  // NOTE: [Batching matrix products]
+  // A batched operand's examples are folded into the rows (left operand) or columns (right
+  // operand) of the other's matrices, so vmap over one side is still one GEMM per matrix
+  // rather than one per example; with both sides batched the batch joins the bmm batch.
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
+                       const attrs&) {
+    tensor a = bdim_to_front(in[0], bdims[0]), b = bdim_to_front(in[1], bdims[1]);
+    if (bdims[0] != no_bdim && bdims[1] != no_bdim) {
+      const std::int64_t P = a.size(1);
+      tensor r = bmm3(a.reshape({B * P, a.size(2), a.size(3)}), b.reshape({B * P, b.size(2), b.size(3)}));
+      return {r.view({B, P, a.size(2), b.size(3)}), 0};
+    }
+    if (bdims[0] != no_bdim) {  // a [B, P, n, k], b [P, k, m]
+      const std::int64_t P = a.size(1), n = a.size(2), k = a.size(3);
+      tensor r = bmm3(a.permute({1, 0, 2, 3}).reshape({P, B * n, k}), b);  // [P, B*n, m]
+      return {r.view({P, B, n, b.size(2)}), 1};
+    }
+    // a [P, n, k], b [B, P, k, m]
+    const std::int64_t P = b.size(1), k = b.size(2), m = b.size(3);
+    tensor r = bmm3(a, b.permute({1, 2, 0, 3}).reshape({P, k, B * m}));  // [P, n, B*m]
+    return {r.view({P, a.size(1), B, m}), 2};
+  }
+};
+}  // namespace detail
+
+inline tensor matmul(const tensor& a, const tensor& b) {
+  if (a.dim() == 0 || b.dim() == 0)
+    detail::fail("xf::matmul: both arguments need at least one dimension (got ", a.dim(), " and ", b.dim(),
+                 "); use mul for scalars");
+  tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
+  tensor b2 = b.dim() == 1 ? b.unsqueeze(-1) : b;
+  const std::int64_t n = a2.size(-2), k = a2.size(-1), k2 = b2.size(-2), m = b2.size(-1);
+  if (k != k2)
+    detail::fail("xf::matmul: shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", k, " != ", k2, ")");
+  shape_t ba(a2.shape().begin(), a2.shape().end() - 2), bb(b2.shape().begin(), b2.shape().end() - 2);
+  shape_t batch = detail::broadcast_shapes(ba, bb);
+  const std::int64_t P = detail::numel_of(batch);
+  auto as3 = [&](const tensor& x, std::int64_t r, std::int64_t c) {
+    shape_t full = batch;
+    full.push_back(r);
+    full.push_back(c);
+    return x.expand(full).reshape({P, r, c});
+  };
+  tensor c = detail::bmm_op::bmm3(as3(a2, n, k), as3(b2, k, m));
+  shape_t out = batch;
+  if (a.dim() > 1) out.push_back(n);
+  if (b.dim() > 1) out.push_back(m);
+  return c.reshape(out);
+}
+inline tensor dot(const tensor& a, const tensor& b) {
+  if (a.dim() != 1 || b.dim() != 1)
+    detail::fail("xf::dot: expects two 1-d tensors, got shapes ", a.shape(), " and ", b.shape());
+  return matmul(a, b);
+}
+inline tensor outer(const tensor& a, const tensor& b) {
+  if (a.dim() != 1 || b.dim() != 1)
+    detail::fail("xf::outer: expects two 1-d tensors, got shapes ", a.shape(), " and ", b.shape());
+  return a.unsqueeze(1) * b.unsqueeze(0);
+}
+inline tensor mm(const tensor& a, const tensor& b) {
+  if (a.dim() != 2 || b.dim() != 2)
+    detail::fail("xf::mm: expects two 2-d tensors, got shapes ", a.shape(), " and ", b.shape());
+  return matmul(a, b);
+}
+inline tensor mv(const tensor& a, const tensor& b) {
+  if (a.dim() != 2 || b.dim() != 1)
+    detail::fail("xf::mv: expects a 2-d and a 1-d tensor, got shapes ", a.shape(), " and ", b.shape());
+  return matmul(a, b);
+}
+inline tensor bmm(const tensor& a, const tensor& b) {
+  if (a.dim() != 3 || b.dim() != 3 || a.size(0) != b.size(0))
+    detail::fail("xf::bmm: expects two 3-d tensors with the same batch size, got shapes ", a.shape(), " and ",
+                 b.shape());
+  return matmul(a, b);
+}
+
+}  // namespace xfunc

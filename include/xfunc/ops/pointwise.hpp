@@ -1,0 +1,432 @@
+#pragma once
+// Pointwise ops: each with its kernel, derivative (used by both vjp and jvp) and batch rule.
+#include <cmath>
+#include <numbers>
+
+#include <xfunc/backend/cpu.hpp>
+#include <xfunc/rules/common.hpp>
+
+namespace xfunc {
+namespace detail {
+
+template <class E>
+using value_t = typename std::decay_t<E>::value_type;
+
+// NOTE: [Pointwise unary ops]
+// A unary op states its xtensor kernel `fn` and its derivative dy/dx = derivative(x, y); the
+// vjp is g * dy/dx and the jvp t * dy/dx, and the batch rule applies the op to the batched value
+// as it is (pointwise ops do not care where the batch dim is). Math ops compute in floating
+// point (integer inputs give float32); `keeps_dtype` ops (neg, abs, sign, relu, square) keep it.
+template <class D>
+struct pointwise_unary {
+  using attrs = no_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs&) {
+    const dtype dt = in[0].dtype();
+    if constexpr (D::keeps_dtype) {
+      const dtype c = dt == dtype::boolean ? dtype::int64 : dt;
+      return backend::unary<backend::numeric_types>(in[0], c, c, D::fn);
+    } else {
+      const dtype c = promote_with_double(dt);
+      return backend::unary<backend::floating_types>(in[0], c, c, D::fn);
+    }
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs&) {
+    return {sum_to(g * D::derivative(in[0], out), in[0])};
+  }
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs&) {
+    return t[0] * D::derivative(in[0], out);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return {dispatch<D>(in, a), bdims[0]};
+  }
+};
+
+struct neg_op : pointwise_unary<neg_op> {
+  static constexpr const char* name = "xf::neg";
+  static constexpr bool keeps_dtype = true;
+  static constexpr auto fn = [](auto&& x) { return -x; };
+  static tensor derivative(const tensor& x, const tensor&) { return full_like(x, -1.0); }
+};
+struct exp_op : pointwise_unary<exp_op> {
+  static constexpr const char* name = "xf::exp";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) { return xt::exp(x); };
+  static tensor derivative(const tensor&, const tensor& y) { return y; }
+};
+struct log_op : pointwise_unary<log_op> {
+  static constexpr const char* name = "xf::log";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) { return xt::log(x); };
+  static tensor derivative(const tensor& x, const tensor&) { return reciprocal(x); }
+};
+struct sin_op : pointwise_unary<sin_op> {
+  static constexpr const char* name = "xf::sin";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) { return xt::sin(x); };
+  static tensor derivative(const tensor& x, const tensor&) { return cos(x); }
+};
+struct cos_op : pointwise_unary<cos_op> {
+  static constexpr const char* name = "xf::cos";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) { return xt::cos(x); };
+  static tensor derivative(const tensor& x, const tensor&) { return -sin(x); }
+};
+struct tan_op : pointwise_unary<tan_op> {
+  static constexpr const char* name = "xf::tan";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) { return xt::tan(x); };
+  static tensor derivative(const tensor&, const tensor& y) { return 1.0 + square(y); }
+};
+struct tanh_op : pointwise_unary<tanh_op> {
+  static constexpr const char* name = "xf::tanh";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) { return xt::tanh(x); };
+  static tensor derivative(const tensor&, const tensor& y) { return 1.0 - square(y); }
+};
+struct sigmoid_op : pointwise_unary<sigmoid_op> {
+  static constexpr const char* name = "xf::sigmoid";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) {
+    using T = value_t<decltype(x)>;
+    return T(1) / (T(1) + xt::exp(-x));
+  };
+  static tensor derivative(const tensor&, const tensor& y) { return y * (1.0 - y); }
+};
+struct relu_op : pointwise_unary<relu_op> {
+  static constexpr const char* name = "xf::relu";
+  static constexpr bool keeps_dtype = true;
+  static constexpr auto fn = [](auto&& x) {
+    using T = value_t<decltype(x)>;
+    return xt::where(x > T(0), x, T(0));
+  };
+  static tensor derivative(const tensor& x, const tensor&) { return (x > 0.0).to(x.dtype()); }
+};
+struct abs_op : pointwise_unary<abs_op> {
+  static constexpr const char* name = "xf::abs";
+  static constexpr bool keeps_dtype = true;
+  static constexpr auto fn = [](auto&& x) { return xt::abs(x); };
+  static tensor derivative(const tensor& x, const tensor&) { return sign(x); }
+};
+struct sqrt_op : pointwise_unary<sqrt_op> {
+  static constexpr const char* name = "xf::sqrt";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) { return xt::sqrt(x); };
+  static tensor derivative(const tensor&, const tensor& y) { return 0.5 / y; }
+};
+struct rsqrt_op : pointwise_unary<rsqrt_op> {
+  static constexpr const char* name = "xf::rsqrt";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) {
+    using T = value_t<decltype(x)>;
+    return T(1) / xt::sqrt(x);
+  };
+  static tensor derivative(const tensor&, const tensor& y) { return -0.5 * y * y * y; }
+};
+struct square_op : pointwise_unary<square_op> {
+  static constexpr const char* name = "xf::square";
+  static constexpr bool keeps_dtype = true;
+  static constexpr auto fn = [](auto&& x) { return x * x; };
+  static tensor derivative(const tensor& x, const tensor&) { return 2.0 * x; }
+};
+struct log1p_op : pointwise_unary<log1p_op> {
+  static constexpr const char* name = "xf::log1p";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) { return xt::log1p(x); };
+  static tensor derivative(const tensor& x, const tensor&) { return reciprocal(1.0 + x); }
+};
+struct expm1_op : pointwise_unary<expm1_op> {
+  static constexpr const char* name = "xf::expm1";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) { return xt::expm1(x); };
+  static tensor derivative(const tensor&, const tensor& y) { return y + 1.0; }
+};
+struct sign_op : pointwise_unary<sign_op> {
+  static constexpr const char* name = "xf::sign";
+  static constexpr bool keeps_dtype = true;
+  static constexpr auto fn = [](auto&& x) { return xt::sign(x); };
+  static tensor derivative(const tensor& x, const tensor&) { return zeros_like(x); }
+};
+struct reciprocal_op : pointwise_unary<reciprocal_op> {
+  static constexpr const char* name = "xf::reciprocal";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) {
+    using T = value_t<decltype(x)>;
+    return T(1) / x;
+  };
+  static tensor derivative(const tensor&, const tensor& y) { return -square(y); }
+};
+struct erf_op : pointwise_unary<erf_op> {
+  static constexpr const char* name = "xf::erf";
+  static constexpr bool keeps_dtype = false;
+  static constexpr auto fn = [](auto&& x) { return xt::erf(x); };
+  static tensor derivative(const tensor& x, const tensor&) {
+    return (2.0 / std::sqrt(std::numbers::pi)) * exp(-square(x));
+  }
+};
+
+// NOTE: [Pointwise binary ops]
+// Binary ops broadcast; their gradients are summed back to each argument's shape and dtype
+// (sum_to). The batch rule is shared: align the batched arguments (align_for_broadcast) and
+// call the op itself. `partials(a, b, y)` returns (dy/da, dy/db), used by vjp and jvp alike.
+template <class D>
+struct pointwise_binary {
+  using attrs = no_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs&) {
+    const dtype c = D::compute_dtype(in[0].dtype(), in[1].dtype());
+    return backend::binary<typename D::types>(in[0], in[1], c, c, D::fn);
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs&) {
+    auto [da, db] = D::partials(in[0], in[1], out);
+    return {sum_to(g * da, in[0]), sum_to(g * db, in[1])};
+  }
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs&) {
+    auto [da, db] = D::partials(in[0], in[1], out);
+    if (!t[1].defined()) return t[0] * da;
+    if (!t[0].defined()) return t[1] * db;
+    return t[0] * da + t[1] * db;
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
+                       const attrs& a) {
+    return broadcast_batch<D>(in, bdims, B, a);
+  }
+};
+
+inline dtype arithmetic_dtype(dtype a, dtype b) {
+  dtype c = promote(a, b);
+  return c == dtype::boolean ? dtype::int64 : c;
+}
+inline dtype floating_dtype(dtype a, dtype b) { return promote_with_double(promote(a, b)); }
+
+struct add_op : pointwise_binary<add_op> {
+  static constexpr const char* name = "xf::add";
+  using types = backend::numeric_types;
+  static constexpr auto compute_dtype = arithmetic_dtype;
+  static constexpr auto fn = [](auto&& a, auto&& b) { return a + b; };
+  // add and sub need no multiplication by a constant 1
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
+    return {sum_to(g, in[0]), sum_to(g, in[1])};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor& out, const attrs&) {
+    if (!t[1].defined()) return sum_to(t[0].expand(out.shape()), out);
+    if (!t[0].defined()) return sum_to(t[1].expand(out.shape()), out);
+    return t[0] + t[1];
+  }
+};
+struct sub_op : pointwise_binary<sub_op> {
+  static constexpr const char* name = "xf::sub";
+  using types = backend::numeric_types;
+  static constexpr auto compute_dtype = arithmetic_dtype;
+  static constexpr auto fn = [](auto&& a, auto&& b) { return a - b; };
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
+    return {sum_to(g, in[0]), sum_to(-g, in[1])};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor& out, const attrs&) {
+    if (!t[1].defined()) return sum_to(t[0].expand(out.shape()), out);
+    if (!t[0].defined()) return sum_to((-t[1]).expand(out.shape()), out);
+    return t[0] - t[1];
+  }
+};
+struct mul_op : pointwise_binary<mul_op> {
+  static constexpr const char* name = "xf::mul";
+  using types = backend::numeric_types;
+  static constexpr auto compute_dtype = arithmetic_dtype;
+  static constexpr auto fn = [](auto&& a, auto&& b) { return a * b; };
+  static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) { return {b, a}; }
+};
+struct div_op : pointwise_binary<div_op> {
+  static constexpr const char* name = "xf::div";
+  using types = backend::floating_types;
+  static constexpr auto compute_dtype = floating_dtype;
+  static constexpr auto fn = [](auto&& a, auto&& b) { return a / b; };
+  static std::pair<tensor, tensor> partials(const tensor&, const tensor& b, const tensor& y) {
+    tensor rb = reciprocal(b);
+    return {rb, -y * rb};
+  }
+};
+struct pow_op : pointwise_binary<pow_op> {
+  static constexpr const char* name = "xf::pow";
+  using types = backend::floating_types;
+  static constexpr auto compute_dtype = floating_dtype;
+  static constexpr auto fn = [](auto&& a, auto&& b) { return xt::pow(a, b); };
+  static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor& y) {
+    // d/db a^b = a^b log a, taken as 0 where a <= 0 (as torch does for a == 0)
+    tensor pos = a > 0.0;
+    return {b * pow(a, b - 1.0), where(pos, y * log(where(pos, a, ones_like(a))), zeros_like(y))};
+  }
+};
+struct maximum_op : pointwise_binary<maximum_op> {
+  static constexpr const char* name = "xf::maximum";
+  using types = backend::numeric_types;
+  static constexpr auto compute_dtype = arithmetic_dtype;
+  static constexpr auto fn = [](auto&& a, auto&& b) { return xt::maximum(a, b); };
+  // ties split the gradient evenly, as torch does
+  static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) {
+    tensor da = (a > b).to(promote(a.dtype(), b.dtype())) + 0.5 * (a == b).to(promote(a.dtype(), b.dtype()));
+    return {da, 1.0 - da};
+  }
+};
+struct minimum_op : pointwise_binary<minimum_op> {
+  static constexpr const char* name = "xf::minimum";
+  using types = backend::numeric_types;
+  static constexpr auto compute_dtype = arithmetic_dtype;
+  static constexpr auto fn = [](auto&& a, auto&& b) { return xt::minimum(a, b); };
+  static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) {
+    tensor da = (a < b).to(promote(a.dtype(), b.dtype())) + 0.5 * (a == b).to(promote(a.dtype(), b.dtype()));
+    return {da, 1.0 - da};
+  }
+};
+struct atan2_op : pointwise_binary<atan2_op> {
+  static constexpr const char* name = "xf::atan2";
+  using types = backend::floating_types;
+  static constexpr auto compute_dtype = floating_dtype;
+  static constexpr auto fn = [](auto&& a, auto&& b) { return xt::atan2(a, b); };
+  static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) {
+    tensor r = reciprocal(square(a) + square(b));
+    return {b * r, -a * r};
+  }
+};
+
+/// pow with a C++ double exponent: d/dx x^p = p x^(p-1).
+struct pow_scalar_op {
+  static constexpr const char* name = "xf::pow";
+  struct attrs {
+    double p;
+  };
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const dtype c = promote_with_double(in[0].dtype());
+    return backend::unary<backend::floating_types>(in[0], c, c, [p = a.p](auto&& x) {
+      using T = value_t<decltype(x)>;
+      return xt::pow(x, static_cast<T>(p));
+    });
+  }
+  static tensor derivative(const tensor& x, const attrs& a) {
+    if (a.p == 2.0) return 2.0 * x;
+    return a.p * pow(x, a.p - 1.0);
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
+    return {sum_to(g * derivative(in[0], a), in[0])};
+  }
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return t[0] * derivative(in[0], a);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return {dispatch<pow_scalar_op>(in, a), bdims[0]};
+  }
+};
+
+/// clamp(t, lo, hi): the gradient passes where lo <= t <= hi.
+struct clamp_op {
+  static constexpr const char* name = "xf::clamp";
+  struct attrs {
+    double lo, hi;
+  };
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const dtype c = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
+    return backend::unary<backend::numeric_types>(in[0], c, c, [a](auto&& x) {
+      using T = value_t<decltype(x)>;
+      return xt::clip(x, static_cast<T>(a.lo), static_cast<T>(a.hi));
+    });
+  }
+  static tensor mask(const tensor& x, const attrs& a) {
+    return logical_and(x >= a.lo, x <= a.hi).to(x.dtype());
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
+    return {sum_to(g * mask(in[0], a), in[0])};
+  }
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return t[0] * mask(in[0], a);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return {dispatch<clamp_op>(in, a), bdims[0]};
+  }
+};
+
+/// where(cond, a, b): cond is not differentiable; gradients are routed by cond.
+struct where_op {
+  static constexpr const char* name = "xf::where";
+  using attrs = no_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs&) {
+    const tensor &c = in[0], &a = in[1], &b = in[2];
+    const dtype dt = promote(a.dtype(), b.dtype());
+    shape_t shape = broadcast_shapes(broadcast_shapes(c.shape(), a.shape()), b.shape());
+    if (c.device() == meta || a.device() == meta || b.device() == meta) return backend::meta_like(shape, dt);
+    tensor cc = backend::materialize(c, shape, dtype::boolean);
+    tensor ac = backend::materialize(a, shape, dt), bc = backend::materialize(b, shape, dt);
+    tensor out = empty_dense(shape, dt);
+    visit_dtype(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const bool* c = cc.impl()->template data<bool>();
+      const T* x = ac.impl()->template data<T>();
+      const T* y = bc.impl()->template data<T>();
+      T* o = out.impl()->template data<T>();
+      for (std::int64_t i = 0, n = out.numel(); i < n; ++i) o[i] = c[i] ? x[i] : y[i];
+    });
+    return out;
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
+    tensor z = zeros_like(g);
+    return {tensor(), sum_to(where(in[0], g, z), in[1]), sum_to(where(in[0], z, g), in[2])};
+  }
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs&) {
+    tensor ta = t[1].defined() ? t[1] : zeros_like(out);
+    tensor tb = t[2].defined() ? t[2] : zeros_like(out);
+    return where(in[0], ta, tb);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
+                       const attrs& a) {
+    return broadcast_batch<where_op>(in, bdims, B, a);
+  }
+};
+
+}  // namespace detail
+
+#define XFUNC_UNARY(fname, op) \
+  inline tensor fname(const tensor& x) { return detail::call<detail::op>({}, x); }
+XFUNC_UNARY(neg, neg_op)
+XFUNC_UNARY(exp, exp_op)
+XFUNC_UNARY(log, log_op)
+XFUNC_UNARY(sin, sin_op)
+XFUNC_UNARY(cos, cos_op)
+XFUNC_UNARY(tan, tan_op)
+XFUNC_UNARY(tanh, tanh_op)
+XFUNC_UNARY(sigmoid, sigmoid_op)
+XFUNC_UNARY(relu, relu_op)
+XFUNC_UNARY(abs, abs_op)
+XFUNC_UNARY(sqrt, sqrt_op)
+XFUNC_UNARY(rsqrt, rsqrt_op)
+XFUNC_UNARY(square, square_op)
+XFUNC_UNARY(log1p, log1p_op)
+XFUNC_UNARY(expm1, expm1_op)
+XFUNC_UNARY(sign, sign_op)
+XFUNC_UNARY(reciprocal, reciprocal_op)
+XFUNC_UNARY(erf, erf_op)
+#undef XFUNC_UNARY
+
+#define XFUNC_BINARY(fname, op)                                                                          \
+  inline tensor fname(const tensor& a, const tensor& b) { return detail::call<detail::op>({}, a, b); }   \
+  inline tensor fname(const tensor& a, double b) { return fname(a, detail::scalar_like(b, a)); }        \
+  inline tensor fname(double a, const tensor& b) { return fname(detail::scalar_like(a, b), b); }
+XFUNC_BINARY(add, add_op)
+XFUNC_BINARY(sub, sub_op)
+XFUNC_BINARY(mul, mul_op)
+XFUNC_BINARY(div, div_op)
+#undef XFUNC_BINARY
+
+inline tensor pow(const tensor& a, const tensor& b) { return detail::call<detail::pow_op>({}, a, b); }
+inline tensor pow(const tensor& a, double b) { return detail::call<detail::pow_scalar_op>({b}, a); }
+inline tensor pow(double a, const tensor& b) { return pow(detail::scalar_like(a, b), b); }
+inline tensor maximum(const tensor& a, const tensor& b) { return detail::call<detail::maximum_op>({}, a, b); }
+inline tensor minimum(const tensor& a, const tensor& b) { return detail::call<detail::minimum_op>({}, a, b); }
+inline tensor atan2(const tensor& a, const tensor& b) { return detail::call<detail::atan2_op>({}, a, b); }
+inline tensor where(const tensor& cond, const tensor& a, const tensor& b) {
+  return detail::call<detail::where_op>({}, cond, a, b);
+}
+inline tensor clamp(const tensor& t, double lo, double hi) {
+  if (lo > hi) detail::fail("xf::clamp: lo (", lo, ") must not exceed hi (", hi, ")");
+  return detail::call<detail::clamp_op>({lo, hi}, t);
+}
+
+}  // namespace xfunc

@@ -1,0 +1,256 @@
+#pragma once
+// Reductions. sum, prod, amax, amin and argmax are primitives; mean, logsumexp, var and norm
+// are written with them (so their rules follow from those of the primitives).
+#include <limits>
+
+#include <xfunc/backend/cpu.hpp>
+#include <xfunc/rules/common.hpp>
+
+namespace xfunc {
+namespace detail {
+
+/// Output shape of reducing `dims` (normalised) of `s`.
+inline shape_t reduced_shape(const shape_t& s, const dims_t& dims, bool keepdim) {
+  shape_t out;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    bool red = std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(i)) != dims.end();
+    if (!red) out.push_back(s[i]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
+/// Reduces `dims` of x: kept dims are moved first and reduced dims last, so that each output
+/// element reduces one contiguous run of m values with r(const T* p, m).
+template <class Types, class R>
+tensor reduce_kernel(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, dtype out_dt, R&& r) {
+  shape_t oshape = reduced_shape(x.shape(), dims, keepdim);
+  if (x.device() == meta) return backend::meta_like(oshape, out_dt);
+  dims_t perm;
+  std::int64_t m = 1;
+  for (std::int64_t i = 0; i < x.dim(); ++i)
+    if (std::find(dims.begin(), dims.end(), i) == dims.end()) perm.push_back(i);
+  for (auto d : dims) {
+    perm.push_back(d);
+    m *= x.shape()[static_cast<std::size_t>(d)];
+  }
+  const tensor_impl& s = *x.impl();
+  shape_t ps, pst;
+  for (auto d : perm) {
+    ps.push_back(s.shape[static_cast<std::size_t>(d)]);
+    pst.push_back(s.strides[static_cast<std::size_t>(d)]);
+  }
+  tensor xc = empty_dense(ps, compute);
+  tensor out = empty_dense(oshape, out_dt);
+  const std::int64_t k = numel_of(oshape);
+  Types::visit(compute, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    backend::gather_into<T>(s, ps, pst, xc.impl()->template data<T>());
+    const T* p = xc.impl()->template data<T>();
+    visit_dtype(out_dt, [&](auto otag) {
+      using O = typename decltype(otag)::type;
+      O* o = out.impl()->template data<O>();
+      for (std::int64_t i = 0; i < k; ++i) o[i] = static_cast<O>(r(p + i * m, m));
+    });
+  });
+  return out;
+}
+
+/// (keepdim) g reshaped so it broadcasts against the input of a reduction over `dims`.
+inline tensor unsqueeze_reduced(const tensor& g, const dims_t& dims, bool keepdim) {
+  if (keepdim) return g;
+  tensor r = g;
+  for (auto d : dims) r = r.unsqueeze(d);  // dims ascending
+  return r;
+}
+
+struct reduce_attrs {
+  dims_t dims;  // normalised, ascending
+  bool keepdim;
+};
+
+template <class Op>
+batched reduce_batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, const reduce_attrs& a) {
+  tensor v = bdim_to_front(in[0], bdims[0]);
+  reduce_attrs b{{}, a.keepdim};
+  for (auto d : a.dims) b.dims.push_back(d + 1);
+  return {dispatch<Op>(std::span<const tensor>(&v, 1), b), 0};
+}
+
+struct sum_op {
+  static constexpr const char* name = "xf::sum";
+  using attrs = reduce_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : dtype::int64;
+    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, [](const auto* p, std::int64_t m) {
+      using T = std::remove_cvref_t<decltype(*p)>;
+      using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
+      Acc s = 0;
+      for (std::int64_t i = 0; i < m; ++i) s += p[i];
+      return s;
+    });
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
+    return {unsqueeze_reduced(g, a.dims, a.keepdim).expand(in[0].shape())};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return dispatch<sum_op>(t.subspan(0, 1), a);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return reduce_batch<sum_op>(in, bdims, a);
+  }
+};
+
+/// amax / amin: the gradient is shared evenly among the elements that attain the extreme.
+template <class D>
+struct extreme_op {
+  using attrs = reduce_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    if (in[0].numel() == 0) fail(D::name, ": cannot reduce an empty tensor");
+    const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
+    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, [](const auto* p, std::int64_t m) {
+      auto best = p[0];
+      for (std::int64_t i = 1; i < m; ++i)
+        if (D::better(p[i], best) || p[i] != p[i]) best = p[i];  // NaN propagates
+      return best;
+    });
+  }
+  static tensor mask(const tensor& x, const tensor& out, const attrs& a) {
+    tensor m = (x == unsqueeze_reduced(out, a.dims, a.keepdim)).to(x.dtype());
+    return m / sum(m, a.dims, true);
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs& a) {
+    return {unsqueeze_reduced(g, a.dims, a.keepdim) * mask(in[0], out, a)};
+  }
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs& a) {
+    return sum(t[0] * mask(in[0], out, a), a.dims, a.keepdim);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return reduce_batch<D>(in, bdims, a);
+  }
+};
+struct amax_op : extreme_op<amax_op> {
+  static constexpr const char* name = "xf::amax";
+  static bool better(auto x, auto best) { return x > best; }
+};
+struct amin_op : extreme_op<amin_op> {
+  static constexpr const char* name = "xf::amin";
+  static bool better(auto x, auto best) { return x < best; }
+};
+
+struct argmax_op {
+  static constexpr const char* name = "xf::argmax";
+  using attrs = reduce_attrs;  // one dim
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    if (in[0].numel() == 0) fail("xf::argmax: cannot reduce an empty tensor");
+    const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
+    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dtype::int64,
+                                              [](const auto* p, std::int64_t m) {
+                                                std::int64_t best = 0;
+                                                for (std::int64_t i = 1; i < m; ++i)
+                                                  if (p[i] > p[best]) best = i;
+                                                return best;
+                                              });
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return reduce_batch<argmax_op>(in, bdims, a);
+  }
+};
+
+/// prod over one dim. d/dx_i prod_j x_j = prod_{j != i} x_j, computed without dividing so that
+/// zeros in the input give exact gradients.
+struct prod_op {
+  static constexpr const char* name = "xf::prod";
+  using attrs = reduce_attrs;  // one dim
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : dtype::int64;
+    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, [](const auto* p, std::int64_t m) {
+      std::remove_cvref_t<decltype(*p)> s = 1;
+      for (std::int64_t i = 0; i < m; ++i) s *= p[i];
+      return s;
+    });
+  }
+  /// prod_{j != i} x_j along the reduced dim, in the input's shape.
+  static tensor others(const tensor& x, std::int64_t dim) {
+    if (x.dim() == 0) return ones_like(x);
+    const std::int64_t n = x.size(dim);
+    tensor xd = x.movedim(dim, -1);                    // [..., n]
+    tensor e = eye(n, dtype::boolean);                 // [n, n]
+    tensor xe = where(e, ones({}, x.dtype()), xd.unsqueeze(-2));  // [..., n(i), n(j)]
+    return prod(xe, -1, false).movedim(-1, dim);
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
+    return {unsqueeze_reduced(g, a.dims, a.keepdim) * others(in[0], a.dims.empty() ? 0 : a.dims[0])};
+  }
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return sum(t[0] * others(in[0], a.dims.empty() ? 0 : a.dims[0]), a.dims, a.keepdim);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return reduce_batch<prod_op>(in, bdims, a);
+  }
+};
+
+/// dims for a full or partial reduction: empty means every dim; a 0-d tensor has none.
+inline dims_t reduction_dims(const tensor& t, const dims_t& dims) {
+  if (t.dim() == 0) {
+    for (auto d : dims) wrap_dim(d, 0);
+    return {};
+  }
+  if (dims.empty()) {
+    dims_t all(static_cast<std::size_t>(t.dim()));
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+  }
+  return normalize_dims(dims, t.dim());
+}
+
+inline std::int64_t reduced_count(const tensor& t, const dims_t& nd) {
+  std::int64_t n = 1;
+  for (auto d : nd) n *= t.shape()[static_cast<std::size_t>(d)];
+  return n;
+}
+}  // namespace detail
+
+inline tensor sum(const tensor& t, const dims_t& dims, bool keepdim) {
+  return detail::call<detail::sum_op>({detail::reduction_dims(t, dims), keepdim}, t);
+}
+inline tensor sum(const tensor& t) { return sum(t, {}, false); }
+inline tensor mean(const tensor& t, const dims_t& dims, bool keepdim) {
+  const dims_t nd = detail::reduction_dims(t, dims);
+  tensor s = detail::call<detail::sum_op>({nd, keepdim}, is_floating(t.dtype()) ? t : t.to(f32));
+  return s / static_cast<double>(detail::reduced_count(t, nd));
+}
+inline tensor mean(const tensor& t) { return mean(t, {}, false); }
+inline tensor prod(const tensor& t, std::int64_t dim, bool keepdim) {
+  return detail::call<detail::prod_op>({detail::reduction_dims(t, {dim}), keepdim}, t);
+}
+inline tensor amax(const tensor& t, const dims_t& dims, bool keepdim) {
+  return detail::call<detail::amax_op>({detail::reduction_dims(t, dims), keepdim}, t);
+}
+inline tensor amin(const tensor& t, const dims_t& dims, bool keepdim) {
+  return detail::call<detail::amin_op>({detail::reduction_dims(t, dims), keepdim}, t);
+}
+inline tensor argmax(const tensor& t, std::int64_t dim, bool keepdim) {
+  return detail::call<detail::argmax_op>({detail::reduction_dims(t, {dim}), keepdim}, t);
+}
+inline tensor logsumexp(const tensor& t, const dims_t& dims, bool keepdim) {
+  const dims_t nd = detail::reduction_dims(t, dims);
+  // shift by the (constant) maximum for stability; its derivative cancels exactly
+  tensor m = amax(t, nd, true).detach();
+  m = where(abs(m) == std::numeric_limits<double>::infinity(), zeros_like(m), m);
+  tensor r = log(sum(exp(t - m), nd, true)) + m;
+  return keepdim ? r : r.reshape(detail::reduced_shape(t.shape(), nd, false));
+}
+inline tensor var(const tensor& t, const dims_t& dims, std::int64_t correction, bool keepdim) {
+  const dims_t nd = detail::reduction_dims(t, dims);
+  const double n = static_cast<double>(detail::reduced_count(t, nd));
+  tensor centered = t - mean(t, nd, true);
+  return sum(square(centered), nd, keepdim) / std::max(n - static_cast<double>(correction), 0.0);
+}
+inline tensor norm(const tensor& t) { return sqrt(sum(square(t))); }
+
+}  // namespace xfunc

@@ -1,0 +1,614 @@
+#pragma once
+// Shape ops and views. Views share storage with their input (as torch's do); their batch rules
+// move the batch dim to the front and shift the op's dims by one.
+#include <numeric>
+
+#include <xfunc/backend/cpu.hpp>
+#include <xfunc/rules/common.hpp>
+
+namespace xfunc {
+namespace detail {
+
+/// A dense alias of t with another shape/strides/offset over the same storage.
+inline tensor alias_of(const tensor& t, const shape_t& shape, const shape_t& strides, std::int64_t offset) {
+  auto impl = std::make_shared<tensor_impl>();
+  const tensor_impl& s = *t.impl();
+  impl->dt = s.dt;
+  impl->dev = s.dev;
+  impl->shape = shape;
+  impl->strides = strides;
+  impl->offset = offset;
+  impl->store = s.store;
+  return tensor(std::move(impl));
+}
+
+/// Replaces one -1 entry by the size that keeps numel; checks the sizes multiply out.
+inline shape_t infer_shape(shape_t s, std::int64_t numel, const char* op) {
+  std::int64_t known = 1;
+  int infer = -1;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1) {
+      if (infer >= 0) fail(op, ": only one dimension can be -1, got shape ", s);
+      infer = static_cast<int>(i);
+    } else if (s[i] < 0) {
+      fail(op, ": invalid size ", s[i], " in shape ", s);
+    } else {
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel % known != 0) fail(op, ": shape ", s, " is invalid for a tensor of ", numel, " elements");
+    s[static_cast<std::size_t>(infer)] = numel / known;
+  } else if (known != numel) {
+    fail(op, ": shape ", s, " is invalid for a tensor of ", numel, " elements");
+  }
+  return s;
+}
+
+/// Strides that view (oldshape, oldstride) as newshape without copying, if there are any
+/// (the algorithm of torch's computeStride).
+inline bool view_strides(const shape_t& os, const shape_t& ost, const shape_t& ns, shape_t& nst) {
+  nst = shape_t(ns.size());
+  if (numel_of(os) == 0 || os.empty()) {
+    nst = contiguous_strides(ns);
+    return true;
+  }
+  std::int64_t view_d = static_cast<std::int64_t>(ns.size()) - 1;
+  std::int64_t chunk = ost.back(), tensor_numel = 1, view_numel = 1;
+  for (std::int64_t td = static_cast<std::int64_t>(os.size()) - 1; td >= 0; --td) {
+    auto tdu = static_cast<std::size_t>(td);
+    tensor_numel *= os[tdu];
+    if (td == 0 || (os[tdu - 1] != 1 && ost[tdu - 1] != tensor_numel * chunk)) {
+      while (view_d >= 0 && (view_numel < tensor_numel || ns[static_cast<std::size_t>(view_d)] == 1)) {
+        nst[static_cast<std::size_t>(view_d)] = view_numel * chunk;
+        view_numel *= ns[static_cast<std::size_t>(view_d)];
+        --view_d;
+      }
+      if (view_numel != tensor_numel) return false;
+      if (td > 0) {
+        chunk = ost[tdu - 1];
+        tensor_numel = 1;
+        view_numel = 1;
+      }
+    }
+  }
+  return view_d == -1;
+}
+
+struct view_op {
+  static constexpr const char* name = "xf::view";
+  struct attrs {
+    shape_t shape;  // fully inferred (no -1)
+  };
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const tensor_impl& s = *in[0].impl();
+    shape_t st;
+    if (!view_strides(s.shape, s.strides, a.shape, st))
+      fail("xf: view(", a.shape, ") is not compatible with the input's shape ", s.shape,
+           " and strides; use reshape(), which copies when it must");
+    return alias_of(in[0], a.shape, st, s.offset);
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
+    return {g.reshape(in[0].shape())};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return t[0].reshape(a.shape);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
+                       const attrs& a) {
+    tensor v = bdim_to_front(in[0], bdims[0]);
+    shape_t s = a.shape;
+    s.insert(0, B);
+    const tensor_impl* d = dense_of(v);
+    shape_t st;
+    // The logical view may exist while the moved physical value is not viewable; copy then.
+    if (d && d->shape == v.shape() && !view_strides(d->shape, d->strides, s, st)) v = v.contiguous();
+    return {dispatch<view_op>(std::span<const tensor>(&v, 1), attrs{s}), 0};
+  }
+};
+
+struct permute_op {
+  static constexpr const char* name = "xf::permute";
+  struct attrs {
+    dims_t dims;  // a permutation of 0..rank-1
+  };
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const tensor_impl& s = *in[0].impl();
+    shape_t shape(a.dims.size()), st(a.dims.size());
+    for (std::size_t i = 0; i < a.dims.size(); ++i) {
+      shape[i] = s.shape[static_cast<std::size_t>(a.dims[i])];
+      st[i] = s.strides[static_cast<std::size_t>(a.dims[i])];
+    }
+    return alias_of(in[0], shape, st, s.offset);
+  }
+  static dims_t inverse(const dims_t& p) {
+    dims_t inv(p.size());
+    for (std::size_t i = 0; i < p.size(); ++i) inv[static_cast<std::size_t>(p[i])] = static_cast<std::int64_t>(i);
+    return inv;
+  }
+  static tensor_list vjp(std::span<const tensor>, const tensor&, const tensor& g, const attrs& a) {
+    return {g.permute(inverse(a.dims))};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return t[0].permute(a.dims);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    tensor v = bdim_to_front(in[0], bdims[0]);
+    dims_t d{0};
+    for (auto x : a.dims) d.push_back(x + 1);
+    return {dispatch<permute_op>(std::span<const tensor>(&v, 1), attrs{d}), 0};
+  }
+};
+
+struct expand_op {
+  static constexpr const char* name = "xf::expand";
+  struct attrs {
+    shape_t shape;  // no -1 entries
+  };
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const tensor_impl& s = *in[0].impl();
+    if (a.shape.size() < s.shape.size())
+      fail("xf: expand(", a.shape, "): the target has fewer dimensions than the input ", s.shape);
+    const std::size_t lead = a.shape.size() - s.shape.size();
+    shape_t st(a.shape.size(), 0);
+    for (std::size_t i = 0; i < s.shape.size(); ++i) {
+      if (s.shape[i] == a.shape[lead + i]) st[lead + i] = s.strides[i];
+      else if (s.shape[i] != 1)
+        fail("xf: expand(", a.shape, "): cannot expand dimension ", i, " of size ", s.shape[i],
+             " (only size-1 dimensions expand)");
+    }
+    return alias_of(in[0], a.shape, st, s.offset);
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
+    return {sum_to(g, in[0])};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return t[0].expand(a.shape);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
+                       const attrs& a) {
+    tensor v = bdim_to_front(in[0], bdims[0]);
+    shape_t s = v.shape();
+    while (s.size() < a.shape.size() + 1) s.insert(1, 1);
+    v = v.view(s);
+    shape_t target = a.shape;
+    target.insert(0, B);
+    return {dispatch<expand_op>(std::span<const tensor>(&v, 1), attrs{target}), 0};
+  }
+};
+
+/// Gradient of taking a slice [start, start+len) along dim of a tensor of `shape`: g padded
+/// with zeros (written with cat so it is differentiable and batchable itself).
+inline tensor pad_slice_grad(const tensor& g, const shape_t& shape, std::int64_t dim, std::int64_t start,
+                             std::int64_t len) {
+  std::vector<tensor> parts;
+  const auto du = static_cast<std::size_t>(dim);
+  if (start > 0) {
+    shape_t s = shape;
+    s[du] = start;
+    parts.push_back(zeros(s, g.dtype()));
+  }
+  parts.push_back(g);
+  if (start + len < shape[du]) {
+    shape_t s = shape;
+    s[du] = shape[du] - start - len;
+    parts.push_back(zeros(s, g.dtype()));
+  }
+  return parts.size() == 1 ? g : cat(parts, dim);
+}
+
+struct narrow_op {
+  static constexpr const char* name = "xf::narrow";
+  struct attrs {
+    std::int64_t dim, start, len;  // normalised
+  };
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const tensor_impl& s = *in[0].impl();
+    shape_t shape = s.shape;
+    shape[static_cast<std::size_t>(a.dim)] = a.len;
+    return alias_of(in[0], shape, s.strides, s.offset + a.start * s.strides[static_cast<std::size_t>(a.dim)]);
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
+    return {pad_slice_grad(g, in[0].shape(), a.dim, a.start, a.len)};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return t[0].narrow(a.dim, a.start, a.len);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    tensor v = bdim_to_front(in[0], bdims[0]);
+    return {dispatch<narrow_op>(std::span<const tensor>(&v, 1), attrs{a.dim + 1, a.start, a.len}), 0};
+  }
+};
+
+struct select_op {
+  static constexpr const char* name = "xf::select";
+  struct attrs {
+    std::int64_t dim, index;  // normalised
+  };
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const tensor_impl& s = *in[0].impl();
+    const auto du = static_cast<std::size_t>(a.dim);
+    shape_t shape = s.shape, st = s.strides;
+    shape.erase(du);
+    st.erase(du);
+    return alias_of(in[0], shape, st, s.offset + a.index * s.strides[du]);
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
+    return {pad_slice_grad(g.unsqueeze(a.dim), in[0].shape(), a.dim, a.index, 1)};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return t[0].select(a.dim, a.index);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    tensor v = bdim_to_front(in[0], bdims[0]);
+    return {dispatch<select_op>(std::span<const tensor>(&v, 1), attrs{a.dim + 1, a.index}), 0};
+  }
+};
+
+/// diagonal over dims (d1, d2); the diagonal becomes the last dim (torch's convention).
+struct diagonal_op {
+  static constexpr const char* name = "xf::diagonal";
+  struct attrs {
+    std::int64_t d1, d2;  // normalised, d1 != d2
+  };
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const tensor_impl& s = *in[0].impl();
+    const auto u1 = static_cast<std::size_t>(a.d1), u2 = static_cast<std::size_t>(a.d2);
+    shape_t shape, st;
+    for (std::size_t i = 0; i < s.shape.size(); ++i)
+      if (i != u1 && i != u2) {
+        shape.push_back(s.shape[i]);
+        st.push_back(s.strides[i]);
+      }
+    shape.push_back(std::min(s.shape[u1], s.shape[u2]));
+    st.push_back(s.strides[u1] + s.strides[u2]);
+    return alias_of(in[0], shape, st, s.offset);
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
+    // place g[..., i] at (i, i) of an (n, m) block: g times an identity mask, then move the two
+    // block dims back to d1, d2
+    const std::int64_t n = in[0].size(a.d1), m = in[0].size(a.d2);
+    const std::int64_t L = std::min(n, m);
+    tensor e = eye(n, g.dtype());
+    if (m != n) e = m > n ? cat({e, zeros({n, m - n}, g.dtype())}, 1) : e.narrow(1, 0, m);
+    tensor block = (L == n ? g.unsqueeze(-1) : g.unsqueeze(-2)) * e;  // [..., n, m]
+    const std::int64_t r = block.dim();
+    dims_t perm;
+    std::int64_t next = 0;
+    for (std::int64_t i = 0; i < r; ++i) {
+      if (i == a.d1) perm.push_back(r - 2);
+      else if (i == a.d2) perm.push_back(r - 1);
+      else perm.push_back(next++);
+    }
+    return {block.permute(perm)};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return dispatch<diagonal_op>(t.subspan(0, 1), a);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    tensor v = bdim_to_front(in[0], bdims[0]);
+    return {dispatch<diagonal_op>(std::span<const tensor>(&v, 1), attrs{a.d1 + 1, a.d2 + 1}), 0};
+  }
+};
+
+struct clone_op {
+  static constexpr const char* name = "xf::clone";
+  using attrs = no_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs&) {
+    if (in[0].device() == meta) return backend::meta_like(in[0].shape(), in[0].dtype());
+    tensor out = empty_dense(in[0].shape(), in[0].dtype());
+    visit_dtype(in[0].dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      backend::gather_into<T>(*in[0].impl(), in[0].shape(), in[0].impl()->strides, out.impl()->template data<T>());
+    });
+    return out;
+  }
+  static tensor_list vjp(std::span<const tensor>, const tensor&, const tensor& g, const attrs&) { return {g}; }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor&, const attrs&) {
+    return t[0];
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return {dispatch<clone_op>(in, a), bdims[0]};
+  }
+};
+
+/// detach: an alias with no derivative at any grad or jvp layer (batching is kept).
+struct detach_op {
+  static constexpr const char* name = "xf::detach";
+  using attrs = no_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs&) {
+    const tensor_impl& s = *in[0].impl();
+    return alias_of(in[0], s.shape, s.strides, s.offset);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return {dispatch<detach_op>(in, a), bdims[0]};
+  }
+};
+
+struct to_dtype_op {
+  static constexpr const char* name = "xf::to";
+  struct attrs {
+    dtype dt;
+  };
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    if (in[0].device() == meta) return backend::meta_like(in[0].shape(), a.dt);
+    return backend::contiguous_as(in[0], a.dt);
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
+    return {is_floating(in[0].dtype()) ? g.to(in[0].dtype()) : tensor()};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return t[0].to(a.dt);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return {dispatch<to_dtype_op>(in, a), bdims[0]};
+  }
+};
+
+struct cat_op {
+  static constexpr const char* name = "xf::cat";
+  struct attrs {
+    std::int64_t dim;  // normalised
+  };
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const auto du = static_cast<std::size_t>(a.dim);
+    shape_t shape = in[0].shape();
+    dtype dt = in[0].dtype();
+    bool is_meta = false;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const shape_t& s = in[i].shape();
+      if (s.size() != shape.size())
+        fail("xf::cat: all tensors need the same number of dimensions; tensor 0 has ", shape.size(),
+             " and tensor ", i, " has ", s.size());
+      for (std::size_t d = 0; d < s.size(); ++d)
+        if (d != du && s[d] != shape[d])
+          fail("xf::cat: sizes must match except in dimension ", a.dim, "; tensor ", i, " has shape ", s,
+               " but tensor 0 has ", in[0].shape());
+      if (i) shape[du] += s[du];
+      dt = promote(dt, in[i].dtype());
+      is_meta = is_meta || in[i].device() == meta;
+    }
+    if (is_meta) return backend::meta_like(shape, dt);
+    tensor out = empty_dense(shape, dt);
+    std::int64_t outer = 1, inner = 1;
+    for (std::size_t d = 0; d < du; ++d) outer *= shape[d];
+    for (std::size_t d = du + 1; d < shape.size(); ++d) inner *= shape[d];
+    visit_dtype(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* o = out.impl()->template data<T>();
+      std::int64_t col = 0;
+      const std::int64_t row = shape[du] * inner;
+      for (const tensor& t : in) {
+        tensor c = backend::contiguous_as(t, dt);
+        const T* p = c.impl()->template data<T>();
+        const std::int64_t w = t.shape()[du] * inner;
+        for (std::int64_t k = 0; k < outer; ++k) std::copy(p + k * w, p + (k + 1) * w, o + k * row + col);
+        col += w;
+      }
+    });
+    return out;
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
+    tensor_list gs;
+    std::int64_t start = 0;
+    for (const tensor& t : in) {
+      const std::int64_t len = t.size(a.dim);
+      gs.push_back(sum_to(g.narrow(a.dim, start, len), t));
+      start += len;
+    }
+    return gs;
+  }
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor&, const attrs& a) {
+    std::vector<tensor> ts;
+    for (std::size_t i = 0; i < in.size(); ++i) ts.push_back(or_zeros(t[i], in[i]));
+    return cat(ts, a.dim);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
+                       const attrs& a) {
+    std::vector<tensor> vs;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (bdims[i] != no_bdim) {
+        vs.push_back(bdim_to_front(in[i], bdims[i]));
+      } else {
+        shape_t s = in[i].shape();
+        s.insert(0, B);
+        vs.push_back(in[i].unsqueeze(0).expand(s));
+      }
+    }
+    return {dispatch<cat_op>(vs, attrs{a.dim + 1}), 0};
+  }
+};
+
+struct flip_op {
+  static constexpr const char* name = "xf::flip";
+  struct attrs {
+    dims_t dims;  // normalised
+  };
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const tensor_impl& s = *in[0].impl();
+    shape_t st = s.strides;
+    std::int64_t off = s.offset;
+    for (auto d : a.dims) {
+      const auto du = static_cast<std::size_t>(d);
+      if (s.shape[du] > 0) off += (s.shape[du] - 1) * st[du];
+      st[du] = -st[du];
+    }
+    // flip copies, as torch's does: the reversed alias is gathered into fresh storage
+    return alias_of(in[0], s.shape, st, off).clone();
+  }
+  static tensor_list vjp(std::span<const tensor>, const tensor&, const tensor& g, const attrs& a) {
+    return {flip(g, a.dims)};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return flip(t[0], a.dims);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    tensor v = bdim_to_front(in[0], bdims[0]);
+    dims_t d;
+    for (auto x : a.dims) d.push_back(x + 1);
+    return {dispatch<flip_op>(std::span<const tensor>(&v, 1), attrs{d}), 0};
+  }
+};
+
+}  // namespace detail
+
+// ---- methods and free functions -------------------------------------------------------------
+
+inline tensor tensor::view(shape_t s) const {
+  s = detail::infer_shape(s, numel(), "xf: view");
+  return detail::call<detail::view_op>({s}, *this);
+}
+inline tensor tensor::reshape(shape_t s) const {
+  s = detail::infer_shape(s, numel(), "xf: reshape");
+  // a view when the layout allows one (as torch), otherwise a contiguous copy
+  const detail::tensor_impl* d = detail::dense_of(*this);
+  shape_t st;
+  if (d && d->shape == shape() && !detail::view_strides(d->shape, d->strides, s, st))
+    return contiguous().view(s);
+  return view(s);
+}
+inline tensor tensor::permute(dims_t dims) const {
+  if (static_cast<std::int64_t>(dims.size()) != dim())
+    detail::fail("xf: permute needs one entry per dimension (", dim(), "), got ", dims.size());
+  dims_t n = detail::normalize_dims(dims, dim());
+  for (std::size_t i = 0; i < n.size(); ++i)
+    if (n[i] != static_cast<std::int64_t>(i)) detail::fail("xf: permute dims must be a permutation");
+  for (auto& d : dims) d = detail::wrap_dim(d, dim());
+  return detail::call<detail::permute_op>({dims}, *this);
+}
+inline tensor tensor::transpose(std::int64_t d0, std::int64_t d1) const {
+  const std::int64_t r = dim();
+  if (r == 0) return *this;
+  d0 = detail::wrap_dim(d0, r);
+  d1 = detail::wrap_dim(d1, r);
+  dims_t p(static_cast<std::size_t>(r));
+  std::iota(p.begin(), p.end(), 0);
+  std::swap(p[static_cast<std::size_t>(d0)], p[static_cast<std::size_t>(d1)]);
+  return detail::call<detail::permute_op>({p}, *this);
+}
+inline tensor tensor::t() const {
+  if (dim() != 2) detail::fail("xf: t() expects a 2-d tensor, got ", dim(), " dimensions; use transpose(d0, d1)");
+  return transpose(0, 1);
+}
+inline tensor tensor::movedim(std::int64_t src, std::int64_t dst) const {
+  const std::int64_t r = dim();
+  src = detail::wrap_dim(src, r);
+  dst = detail::wrap_dim(dst, r);
+  if (src == dst) return *this;
+  dims_t p;
+  for (std::int64_t i = 0; i < r; ++i)
+    if (i != src) p.push_back(i);
+  p.insert(p.begin() + dst, src);
+  return detail::call<detail::permute_op>({p}, *this);
+}
+inline tensor tensor::unsqueeze(std::int64_t d) const {
+  d = detail::wrap_dim(d, dim() + 1);
+  shape_t s = shape();
+  s.insert(static_cast<std::size_t>(d), 1);
+  return detail::call<detail::view_op>({s}, *this);
+}
+inline tensor tensor::squeeze() const {
+  shape_t s;
+  for (auto e : shape())
+    if (e != 1) s.push_back(e);
+  return detail::call<detail::view_op>({s}, *this);
+}
+inline tensor tensor::squeeze(std::int64_t d) const {
+  d = detail::wrap_dim(d, dim());
+  if (dim() == 0 || shape()[static_cast<std::size_t>(d)] != 1) return view(shape());
+  shape_t s = shape();
+  s.erase(static_cast<std::size_t>(d));
+  return detail::call<detail::view_op>({s}, *this);
+}
+inline tensor tensor::expand(shape_t s) const {
+  const std::size_t lead = s.size() >= shape().size() ? s.size() - shape().size() : 0;
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (s[i] == -1) {
+      if (i < lead) detail::fail("xf: expand: -1 is not allowed for a new leading dimension");
+      s[i] = shape()[i - lead];
+    }
+  return detail::call<detail::expand_op>({s}, *this);
+}
+inline tensor tensor::flatten() const { return reshape({-1}); }
+inline tensor tensor::select(std::int64_t d, std::int64_t i) const {
+  if (dim() == 0) detail::fail("xf: select() cannot be applied to a 0-d tensor");
+  d = detail::wrap_dim(d, dim());
+  const std::int64_t n = shape()[static_cast<std::size_t>(d)];
+  if (i < -n || i >= n)
+    detail::fail("xf: select: index ", i, " is out of range for dimension ", d, " of size ", n);
+  return detail::call<detail::select_op>({d, i < 0 ? i + n : i}, *this);
+}
+inline tensor tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t len) const {
+  if (dim() == 0) detail::fail("xf: narrow() cannot be applied to a 0-d tensor");
+  d = detail::wrap_dim(d, dim());
+  const std::int64_t n = shape()[static_cast<std::size_t>(d)];
+  if (start < 0) start += n;
+  if (start < 0 || len < 0 || start + len > n)
+    detail::fail("xf: narrow: start ", start, " and length ", len, " do not fit dimension ", d, " of size ", n);
+  return detail::call<detail::narrow_op>({d, start, len}, *this);
+}
+inline tensor tensor::diagonal() const {
+  if (dim() < 2) detail::fail("xf: diagonal() needs at least 2 dimensions, got ", dim());
+  return detail::call<detail::diagonal_op>({0, 1}, *this);
+}
+inline tensor tensor::clone() const { return detail::call<detail::clone_op>({}, *this); }
+inline tensor tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+inline tensor tensor::detach() const { return detail::call<detail::detach_op>({}, *this); }
+inline tensor tensor::to(xfunc::dtype d) const {
+  if (d == dtype()) return *this;
+  return detail::call<detail::to_dtype_op>({d}, *this);
+}
+inline tensor stop_gradient(const tensor& t) { return t.detach(); }
+
+inline shape_t tensor::strides() const {
+  check_defined();
+  const detail::tensor_impl* p = impl_.get();
+  if (p->kind == detail::impl_kind::batched) {
+    shape_t s = p->inner.strides();
+    s.erase(static_cast<std::size_t>(p->bdim));
+    return s;
+  }
+  return p->is_dense() ? p->strides : p->inner.strides();
+}
+inline bool tensor::is_contiguous() const { return detail::backend::is_contiguous_layout(shape(), strides()); }
+
+inline tensor cat(const std::vector<tensor>& ts, std::int64_t dim) {
+  if (ts.empty()) detail::fail("xf::cat: needs at least one tensor");
+  const std::int64_t d = detail::wrap_dim(dim, ts[0].dim());
+  if (ts[0].dim() == 0) detail::fail("xf::cat: zero-dimensional tensors cannot be concatenated; use stack");
+  return detail::dispatch<detail::cat_op>(ts, {d});
+}
+inline tensor stack(const std::vector<tensor>& ts, std::int64_t dim) {
+  if (ts.empty()) detail::fail("xf::stack: needs at least one tensor");
+  const std::int64_t d = detail::wrap_dim(dim, ts[0].dim() + 1);
+  std::vector<tensor> us;
+  us.reserve(ts.size());
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    if (!(ts[i].shape() == ts[0].shape()))
+      detail::fail("xf::stack: all tensors need the same shape; tensor 0 has ", ts[0].shape(), " and tensor ", i,
+                   " has ", ts[i].shape());
+    us.push_back(ts[i].unsqueeze(d));
+  }
+  return detail::dispatch<detail::cat_op>(us, {d});
+}
+inline std::vector<tensor> split(const tensor& t, std::int64_t size, std::int64_t dim) {
+  if (size <= 0) detail::fail("xf::split: size must be positive, got ", size);
+  const std::int64_t d = detail::wrap_dim(dim, t.dim());
+  const std::int64_t n = t.size(d);
+  std::vector<tensor> out;
+  for (std::int64_t s = 0; s < n; s += size) out.push_back(t.narrow(d, s, std::min(size, n - s)));
+  return out;
+}
+inline tensor flip(const tensor& t, const dims_t& dims) {
+  return detail::call<detail::flip_op>({detail::normalize_dims(dims, t.dim())}, t);
+}
+
+}  // namespace xfunc

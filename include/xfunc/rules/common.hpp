@@ -1,0 +1,90 @@
+#pragma once
+// Helpers shared by op rules: reducing a broadcast gradient, moving batch dims, aligning
+// batched arguments for broadcasting.
+#include <span>
+
+#include <xfunc/dispatch/dispatcher.hpp>
+#include <xfunc/fwd.hpp>
+
+namespace xfunc::detail {
+
+/// Sums g down to `shape` (undoing broadcasting) and casts it to `dt`.
+inline tensor sum_to(const tensor& g, const shape_t& shape, dtype dt) {
+  if (!g.defined()) return g;
+  tensor r = g;
+  const auto gd = static_cast<std::size_t>(g.dim());
+  if (gd < shape.size())  // a scalar cotangent reaching a larger input (only via where/expand)
+    r = r.expand(shape);
+  else if (!(g.shape() == shape)) {
+    const std::size_t lead = gd - shape.size();
+    dims_t dims;
+    for (std::size_t i = 0; i < gd; ++i)
+      if (i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1)) dims.push_back(static_cast<std::int64_t>(i));
+    if (!dims.empty()) r = sum(r, dims, true);
+    if (lead) r = r.reshape(shape);
+  }
+  return r.dtype() == dt ? r : r.to(dt);
+}
+inline tensor sum_to(const tensor& g, const tensor& like) { return sum_to(g, like.shape(), like.dtype()); }
+
+/// A tangent that may be undefined (zero), as a tensor of `like`'s shape.
+inline tensor or_zeros(const tensor& t, const tensor& like) { return t.defined() ? t : zeros_like(like); }
+
+/// v with its batch dim at the front (v unchanged when bdim is no_bdim or 0).
+inline tensor bdim_to_front(const tensor& v, std::int64_t bdim) {
+  return bdim == no_bdim || bdim == 0 ? v : v.movedim(bdim, 0);
+}
+
+/// Rank of the logical (per-example) tensor behind a physical value.
+inline std::int64_t logical_rank(const tensor& v, std::int64_t bdim) { return v.dim() - (bdim == no_bdim ? 0 : 1); }
+
+/// For broadcasting ops: batched values get their batch dim in front and size-1 dims after it
+/// up to the largest logical rank, so the op's own broadcasting lines the examples up.
+inline tensor_list align_for_broadcast(std::span<const tensor> in, std::span<const std::int64_t> bdims) {
+  std::int64_t rank = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) rank = std::max(rank, logical_rank(in[i], bdims[i]));
+  tensor_list out(in.begin(), in.end());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (bdims[i] == no_bdim) continue;
+    tensor v = bdim_to_front(in[i], bdims[i]);
+    std::int64_t missing = rank - (v.dim() - 1);
+    if (missing > 0) {
+      shape_t s = v.shape();
+      for (std::int64_t k = 0; k < missing; ++k) s.insert(1, 1);
+      v = v.view(s);
+    }
+    out[i] = v;
+  }
+  return out;
+}
+
+/// Batch rule of every broadcasting pointwise op: align, then call the op itself.
+template <class Op>
+batched broadcast_batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                        const typename Op::attrs& a) {
+  tensor_list v = align_for_broadcast(in, bdims);
+  return {dispatch<Op>(v, a), 0};
+}
+
+/// A C++ double as a 0-d tensor of the dtype it takes next to `t` (it never widens a floating
+/// tensor; with an integer tensor the result is float32).
+inline tensor scalar_like(double v, const tensor& t) {
+  tensor s = empty_dense({}, promote_with_double(t.dtype()));
+  visit_floating(s.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    *s.impl()->template data<T>() = static_cast<T>(v);
+  });
+  return s;
+}
+
+/// Non-negative, sorted, de-duplicated dims (out-of-range dims throw).
+inline dims_t normalize_dims(const dims_t& dims, std::int64_t rank) {
+  dims_t out;
+  for (auto d : dims) out.push_back(wrap_dim(d, rank));
+  std::sort(out.begin(), out.end());
+  if (std::adjacent_find(out.begin(), out.end()) != out.end())
+    fail("xf: a dimension appears more than once in the dims list; list each dim once");
+  return out;
+}
+
+}  // namespace xfunc::detail

@@ -1,0 +1,153 @@
+#pragma once
+// xf::grad and xf::grad_and_value.
+#include <xfunc/core/pytree.hpp>
+#include <xfunc/dispatch/dispatcher.hpp>
+#include <xfunc/fwd.hpp>
+#include <xfunc/transforms/options.hpp>
+#include <xfunc/transforms/transformed.hpp>
+
+namespace xfunc {
+namespace detail {
+
+inline tensor unwrap_at(const tensor& t, const layer* L) { return belongs_to(t, L) ? t.impl()->inner : t; }
+
+/// Wraps every floating tensor leaf of v as a fresh input of grad layer L (a leaf node each).
+/// With `strict` (grad), a non-floating leaf is an error; otherwise (vjp) it is left untracked
+/// and gets a zero gradient.
+template <class T>
+T wrap_grad_inputs(const T& v, const layer_ptr& L, std::vector<std::shared_ptr<grad_node>>& leaves,
+                   const char* who, std::size_t argnum, bool strict = true) {
+  return tree_map(v, [&](const tensor& t) {
+    if (!t.defined()) fail(who, ": argument ", argnum, " holds an undefined tensor");
+    if (!is_floating(t.dtype())) {
+      if (!strict) {
+        leaves.push_back(nullptr);
+        return t;
+      }
+      fail(who, ": argument ", argnum, " has dtype ", t.dtype(),
+           "; only floating tensors can be differentiated (convert it with .to(xf::f32) or leave it out of argnums)");
+    }
+    auto leaf = std::make_shared<leaf_node>();
+    leaves.push_back(leaf);
+    return wrap_grad(strip_dead(t), L, leaf);
+  });
+}
+
+/// Rebuilds the structure of v with the gradients of its leaves (zeros where none arrived).
+template <class T>
+T gradients_like(const T& v, const tensor_list& grads, std::size_t& next) {
+  return tree_map(v, [&](const tensor& t) {
+    const tensor& g = grads[next++];
+    return g.defined() ? g : zeros_like(t);
+  });
+}
+
+template <class R, bool Aux>
+constexpr bool grad_return_ok() {
+  if constexpr (Aux) {
+    if constexpr (is_std_tuple<R>::value && std::tuple_size_v<R> == 2)
+      return std::is_same_v<std::remove_cvref_t<std::tuple_element_t<0, R>>, tensor>;
+    else return false;
+  } else {
+    return std::is_same_v<R, tensor>;
+  }
+}
+
+template <bool WithValue, class F, class... Opts, class... Args>
+auto grad_call(const F& f, const std::tuple<Opts...>& opts, const Args&... args) {
+  using A = decltype(find_option<is_argnums>(opts, argnums_t<0>{}));
+  using AN = argnums_of<A, sizeof...(Args)>;
+  constexpr bool aux = has_aux_in<Opts...>;
+  using R = std::remove_cvref_t<std::invoke_result_t<const F&, const Args&...>>;
+  static_assert(AN::in_range, "xf::grad(f, argnums<...>): an argnum is out of range for the number of arguments "
+                              "f is called with; use indices in [-n, n)");
+  static_assert(AN::unique, "xf::grad(f, argnums<...>): an argnum appears twice; list each argument once");
+  static_assert(grad_return_ok<R, aux>(),
+                "xf::grad(f): f must return an xf::tensor (a 0-d floating tensor), or std::pair<xf::tensor, Aux> "
+                "when xf::has_aux is given");
+  if constexpr (AN::in_range && AN::unique && grad_return_ok<R, aux>()) {
+    layer_guard guard(transform_kind::grad);
+    const layer_ptr& L = guard.get();
+    std::array<std::vector<std::shared_ptr<grad_node>>, sizeof...(Args)> leaves;
+    auto wrapped = [&]<std::size_t... K>(std::index_sequence<K...>) {
+      return std::tuple<Args...>{[&]() -> Args {
+        if constexpr (AN::contains(K)) return wrap_grad_inputs(args, L, leaves[K], "xf::grad", K);
+        else return args;
+      }()...};
+    }(std::index_sequence_for<Args...>{});
+    R result = std::apply(f, wrapped);
+    const tensor out = [&] {
+      if constexpr (aux) return std::get<0>(result);
+      else return result;
+    }();
+    if (!out.defined()) fail("xf::grad(f): f returned an undefined tensor");
+    if (out.dim() != 0 || !is_floating(out.dtype()))
+      fail("xf::grad(f): f must return a scalar (0-d floating) tensor, got shape ", out.shape(), " and dtype ",
+           out.dtype(), "; reduce the output (e.g. xf::sum) or use xf::vjp / xf::jacrev for non-scalar outputs");
+    std::vector<std::shared_ptr<grad_node>> all;
+    for (auto k : AN::value) all.insert(all.end(), leaves[k].begin(), leaves[k].end());
+    tensor_list grads(all.size());
+    if (belongs_to(out, L.get()))
+      grads = run_backward({out.impl()->node}, {ones({}, out.dtype())}, all);
+    std::size_t next = 0;
+    auto args_tuple = std::tie(args...);
+    auto grads_out = [&]<std::size_t... J>(std::index_sequence<J...>) {
+      if constexpr (sizeof...(J) == 1)
+        return gradients_like(std::get<AN::value[0]>(args_tuple), grads, next);
+      else
+        return std::tuple{gradients_like(std::get<AN::value[J]>(args_tuple), grads, next)...};
+    }(std::make_index_sequence<AN::value.size()>{});
+    tensor value = unwrap_at(out, L.get());
+    if constexpr (aux) {
+      auto aux_out = tree_map(std::get<1>(result), [&](const tensor& t) { return unwrap_at(t, L.get()); });
+      if constexpr (WithValue) return std::pair{grads_out, std::pair{value, aux_out}};
+      else return std::pair{grads_out, aux_out};
+    } else {
+      if constexpr (WithValue) return std::pair{grads_out, value};
+      else return grads_out;
+    }
+  }
+}
+
+template <class F, class... Opts>
+struct grad_transform : transform_base<F> {
+  static constexpr std::string_view transform_name = "grad";
+  F f;
+  std::tuple<Opts...> opts;
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    return grad_call<false>(f, opts, args...);
+  }
+};
+
+template <class F, class... Opts>
+struct grad_and_value_transform : transform_base<F> {
+  static constexpr std::string_view transform_name = "grad_and_value";
+  F f;
+  std::tuple<Opts...> opts;
+  template <class... Args>
+  auto operator()(const Args&... args) const {
+    return grad_call<true>(f, opts, args...);
+  }
+};
+
+struct grad_fn {
+  template <class F, class... Opts>
+  constexpr auto operator()(F f, Opts... opts) const {
+    return grad_transform<F, Opts...>{{}, std::move(f), {opts...}};
+  }
+};
+struct grad_and_value_fn {
+  template <class F, class... Opts>
+  constexpr auto operator()(F f, Opts... opts) const {
+    return grad_and_value_transform<F, Opts...>{{}, std::move(f), {opts...}};
+  }
+};
+}  // namespace detail
+
+/// grad(f, opts...)(args...): the gradient of scalar f with respect to args[argnums].
+inline constexpr detail::grad_fn grad{};
+/// grad_and_value(f, opts...)(args...): std::pair of the gradient and f's value.
+inline constexpr detail::grad_and_value_fn grad_and_value{};
+
+}  // namespace xfunc

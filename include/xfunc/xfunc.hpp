@@ -1,0 +1,26 @@
+#pragma once
+// The whole CPU library: tensors, every operator, and the function transforms.
+#include <xfunc/core/device.hpp>
+#include <xfunc/core/dtype.hpp>
+#include <xfunc/core/error.hpp>
+#include <xfunc/core/pytree.hpp>
+#include <xfunc/core/shape.hpp>
+#include <xfunc/core/tensor.hpp>
+#include <xfunc/core/tensor_io.hpp>
+#include <xfunc/dispatch/dispatcher.hpp>
+#include <xfunc/dispatch/layer_stack.hpp>
+#include <xfunc/ops/comparison.hpp>
+#include <xfunc/ops/creation.hpp>
+#include <xfunc/ops/indexing.hpp>
+#include <xfunc/ops/inplace.hpp>
+#include <xfunc/ops/linalg.hpp>
+#include <xfunc/ops/nn.hpp>
+#include <xfunc/ops/pointwise.hpp>
+#include <xfunc/ops/reduction.hpp>
+#include <xfunc/ops/view.hpp>
+#include <xfunc/transforms/grad.hpp>
+#include <xfunc/transforms/jvp.hpp>
+#include <xfunc/transforms/options.hpp>
+#include <xfunc/transforms/transformed.hpp>
+#include <xfunc/transforms/vjp.hpp>
+#include <xfunc/transforms/vmap.hpp>

@@ -1,0 +1,199 @@
+#include "conformance.hpp"
+
+#include <catch2/catch.hpp>
+
+namespace conformance {
+
+std::vector<op_row>& rows() {
+  static std::vector<op_row> r;
+  return r;
+}
+bool add(std::vector<op_row> rs) {
+  for (auto& r : rs) rows().push_back(std::move(r));
+  return true;
+}
+
+xt::xarray<double> to_x(const xf::tensor& t) { return xf::to_xtensor<double>(t); }
+xf::tensor from_x(const xt::xarray<double>& a) { return xf::from_xtensor(a); }
+
+op_fn ref_unary(std::function<double(double)> f) {
+  return [f](const tensors& in) {
+    auto vf = xt::vectorize(f);
+    return from_x(xt::xarray<double>(vf(to_x(in[0]))));
+  };
+}
+op_fn ref_binary(std::function<double(double, double)> f) {
+  return [f](const tensors& in) {
+    auto vf = xt::vectorize(f);
+    return from_x(xt::xarray<double>(vf(to_x(in[0]), to_x(in[1]))));
+  };
+}
+
+xf::tensor sample(const xf::shape_t& shape, double lo, double hi, std::uint64_t seed) {
+  xf::tensor t = xf::zeros(shape, xf::f64);
+  double* p = t.impl()->data<double>();
+  for (std::int64_t i = 0; i < t.numel(); ++i) {
+    // golden-ratio sequence: deterministic, well spread, no ties
+    double u = std::fmod(0.6180339887 * static_cast<double>(i + 1) + 0.1 * static_cast<double>(seed), 1.0);
+    p[i] = lo + (hi - lo) * u;
+  }
+  return t;
+}
+
+xf::tensor noncontiguous(const xf::tensor& t) {
+  if (t.dim() < 2) return xf::flip(xf::flip(t, {0}).clone(), {0}).expand(t.shape()).narrow(0, 0, t.size(0));
+  return t.transpose(0, 1).contiguous().transpose(0, 1);
+}
+
+namespace {
+
+tensors second_example(const op_row& r) {
+  if (!r.inputs2.empty()) return r.inputs2;
+  tensors out;
+  for (const auto& x : r.inputs) out.push_back(xf::is_floating(x.dtype()) ? x * 0.9 + 0.05 : x);
+  return out;
+}
+
+template <std::size_t N>
+xf::tensor run_vmap(const op_fn& op, const std::array<std::optional<std::int64_t>, N>& d, const tensors& args) {
+  auto f = [&op](const auto&... xs) { return op(tensors{xs...}); };
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return xf::vmap(f, xf::in_dims(d[I]...))(args[I]...);
+  }(std::make_index_sequence<N>{});
+}
+
+template <std::size_t N>
+xf::tensor run_vmap_vmap(const op_fn& op, const tensors& args) {
+  auto f = [&op](const auto&... xs) { return op(tensors{xs...}); };
+  return [&]<std::size_t... I>(std::index_sequence<I...>) { return xf::vmap(xf::vmap(f))(args[I]...); }(
+      std::make_index_sequence<N>{});
+}
+
+template <std::size_t N>
+bool run_gradcheck(const op_fn& op, const tensors& args) {
+  auto f = [&op](const auto&... xs) { return op(tensors{xs...}); };
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return xf::testing::gradcheck(f, xf::testing::raise, args[I]...);
+  }(std::make_index_sequence<N>{});
+}
+
+template <class Fn>
+decltype(auto) by_arity(std::size_t n, Fn&& fn) {
+  switch (n) {
+    case 1: return fn(std::integral_constant<std::size_t, 1>{});
+    case 2: return fn(std::integral_constant<std::size_t, 2>{});
+    case 3: return fn(std::integral_constant<std::size_t, 3>{});
+    case 4: return fn(std::integral_constant<std::size_t, 4>{});
+  }
+  throw std::runtime_error("conformance: rows take 1 to 4 tensors");
+}
+
+tensors as_dtype(const tensors& in, xf::dtype d) {
+  tensors out;
+  for (const auto& x : in) out.push_back(xf::is_floating(x.dtype()) ? x.to(d) : x);
+  return out;
+}
+
+void check_forward(const op_row& r) {
+  xf::tensor expect = r.reference(r.inputs);
+  xf::tensor got = r.op(r.inputs);
+  INFO("op output " << got << "\nreference " << expect);
+  REQUIRE(got.shape() == expect.shape());
+  CHECK(xf::allclose(got.to(xf::f64), expect.to(xf::f64), 1e-10, 1e-12));
+  // float32 inputs give a float32 (or integer/bool) result close to the reference
+  xf::tensor got32 = r.op(as_dtype(r.inputs, xf::f32));
+  if (xf::is_floating(got.dtype())) CHECK(got32.dtype() == xf::f32);
+  CHECK(xf::allclose(got32.to(xf::f64), expect.to(xf::f64), 1e-4, 1e-5));
+  // non-contiguous inputs give the same values
+  tensors nc;
+  for (const auto& x : r.inputs) nc.push_back(x.dim() >= 2 ? noncontiguous(x) : x);
+  CHECK(xf::allclose(r.op(nc).to(xf::f64), expect.to(xf::f64), 1e-10, 1e-12));
+}
+
+void check_vmap(const op_row& r) {
+  const std::size_t n = r.inputs.size();
+  const tensors ex0 = r.inputs, ex1 = second_example(r);
+  // every combination of {0}^n and {-1, none}^n except all-none
+  std::vector<std::vector<std::optional<std::int64_t>>> combos{std::vector<std::optional<std::int64_t>>(n, 0)};
+  for (std::size_t mask = 0; mask < (1u << n); ++mask) {
+    std::vector<std::optional<std::int64_t>> c(n);
+    bool any = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (mask & (1u << i)) {
+        c[i] = -1;
+        any = true;
+      }
+    }
+    if (any) combos.push_back(c);
+  }
+  for (const auto& c : combos) {
+    std::string label;
+    tensors args, a0, a1;
+    for (std::size_t i = 0; i < n; ++i) {
+      label += c[i] ? std::to_string(*c[i]) + " " : "none ";
+      if (c[i]) {
+        const std::int64_t d = *c[i] < 0 ? ex0[i].dim() : 0;
+        args.push_back(xf::stack({ex0[i], ex1[i]}, d));
+        a1.push_back(ex1[i]);
+      } else {
+        args.push_back(ex0[i]);
+        a1.push_back(ex0[i]);
+      }
+      a0.push_back(ex0[i]);
+    }
+    INFO("in_dims: " << label);
+    xf::tensor expect = xf::stack({r.op(a0), r.op(a1)}, 0);
+    xf::tensor got = by_arity(n, [&](auto N) {
+      std::array<std::optional<std::int64_t>, decltype(N)::value> d;
+      for (std::size_t i = 0; i < n; ++i) d[i] = c[i];
+      return run_vmap<decltype(N)::value>(r.op, d, args);
+    });
+    REQUIRE(got.shape() == expect.shape());
+    CHECK(xf::allclose(got, expect, 1e-10, 1e-12));
+  }
+  // vmap of vmap: batches of 2 (outer) and 3 (inner) over dim 0 of every input
+  tensors outer;
+  std::vector<tensors> examples(6);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<xf::tensor> rows2;
+    for (int a = 0; a < 2; ++a) {
+      std::vector<xf::tensor> rows3;
+      for (int b = 0; b < 3; ++b) {
+        xf::tensor x = xf::is_floating(ex0[i].dtype()) ? ex0[i] * (1.0 - 0.05 * (3 * a + b)) + 0.01 * b : ex0[i];
+        rows3.push_back(x);
+        examples[static_cast<std::size_t>(3 * a + b)].push_back(x);
+      }
+      rows2.push_back(xf::stack(rows3, 0));
+    }
+    outer.push_back(xf::stack(rows2, 0));
+  }
+  std::vector<xf::tensor> flat;
+  for (const auto& e : examples) flat.push_back(r.op(e));
+  xf::tensor expect = xf::stack(flat, 0).reshape([&] {
+    xf::shape_t s = flat[0].shape();
+    s.insert(0, 3);
+    s.insert(0, 2);
+    return s;
+  }());
+  xf::tensor got = by_arity(n, [&](auto N) { return run_vmap_vmap<decltype(N)::value>(r.op, outer); });
+  INFO("vmap(vmap)");
+  REQUIRE(got.shape() == expect.shape());
+  CHECK(xf::allclose(got, expect, 1e-10, 1e-12));
+}
+
+}  // namespace
+
+TEST_CASE("op conformance table", "[conformance]") {
+  REQUIRE(!rows().empty());
+  for (const auto& r : rows()) {
+    DYNAMIC_SECTION(r.name << ": forward") { check_forward(r); }
+    if (r.differentiable) {
+      DYNAMIC_SECTION(r.name << ": gradcheck (vjp and jvp against finite differences)") {
+        CHECK(by_arity(r.inputs.size(), [&](auto N) { return run_gradcheck<decltype(N)::value>(r.op, r.inputs); }));
+      }
+    }
+    DYNAMIC_SECTION(r.name << ": vmap against a loop") { check_vmap(r); }
+  }
+}
+
+}  // namespace conformance

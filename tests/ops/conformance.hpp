@@ -1,0 +1,49 @@
+#pragma once
+// The op conformance table: one row per op (sample inputs, an independent forward reference).
+// Every row goes through the same checks (conformance.cpp):
+//   forward      op(inputs) against the reference, in float64 and float32
+//   gradcheck    vjp and jvp against central finite differences in float64
+//   vmap         against a per-example loop, for every in_dims in {0,...,0} ∪ {-1, none}^n
+//                minus all-none, with batch 2; and vmap of vmap (batches 2 and 3)
+// Adding an op adds a row in the rows_<family>.cpp of its family.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <xtensor/xarray.hpp>
+#include <xtensor/xvectorize.hpp>
+
+#include <xfunc/testing.hpp>
+#include <xfunc/xfunc.hpp>
+
+namespace conformance {
+namespace xf = xfunc;
+using tensors = std::vector<xf::tensor>;
+using op_fn = std::function<xf::tensor(const tensors&)>;
+
+struct op_row {
+  std::string name;
+  tensors inputs;                  // float64 samples (index tensors int64, masks bool)
+  op_fn op;                        // the op under test
+  op_fn reference;                 // independent forward reference (float64)
+  bool differentiable = true;      // run gradcheck
+  tensors inputs2 = {};            // second example for vmap (default: floating inputs perturbed)
+};
+
+std::vector<op_row>& rows();
+/// Registers rows at static-initialisation time: `static const bool r = conformance::add({...});`
+bool add(std::vector<op_row> rs);
+
+/// Reference for pointwise ops: applies a scalar function elementwise (xtensor broadcasting).
+op_fn ref_unary(std::function<double(double)> f);
+op_fn ref_binary(std::function<double(double, double)> f);
+
+/// Deterministic sample data of a shape: values spread in [lo, hi].
+xf::tensor sample(const xf::shape_t& shape, double lo = -1.0, double hi = 1.0, std::uint64_t seed = 1);
+/// A non-contiguous tensor with the same values as `t` (a transposed copy transposed back).
+xf::tensor noncontiguous(const xf::tensor& t);
+
+xt::xarray<double> to_x(const xf::tensor& t);
+xf::tensor from_x(const xt::xarray<double>& a);
+}  // namespace conformance
