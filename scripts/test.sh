@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds and runs the whole test suite into build/ (Release), then again under ASan+UBSan
+# into build/asan. Installs missing Debian packages first. Exits non-zero if any test fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs=${XFUNC_JOBS:-2}
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DXFUNC_BUILD_BENCHMARKS=OFF
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -j"$jobs")
+if [ "${XFUNC_SKIP_SANITIZERS:-0}" != "1" ]; then
+  cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS="-O1" -DXFUNC_SANITIZE=ON \
+    -DXFUNC_BUILD_BENCHMARKS=OFF -DXFUNC_BUILD_EXAMPLES=OFF
+  cmake --build build/asan -j"$jobs"
+  (cd build/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$jobs")
+fi
