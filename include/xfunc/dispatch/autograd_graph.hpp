@@ -22,6 +22,11 @@ struct grad_node {
   /// One gradient per argument (undefined = zero or not needed) for the output cotangent g.
   virtual tensor_list apply(const tensor& g) = 0;
   virtual bool is_leaf() const { return false; }
+  /// The output tangent from the arguments' tangents (forward mode through a recorded graph,
+  /// used by xf::linearize).
+  virtual tensor forward_tangent(const tensor_list&) {
+    fail("xf::linearize: an operation in f has no forward-mode rule");
+  }
 };
 
 /// The node of an input of a grad/vjp call: where its gradient is collected.
@@ -36,11 +41,9 @@ struct closure_node final : grad_node {
   tensor_list apply(const tensor& g) override { return fn(g); }
 };
 
-/// Runs the backward pass from `roots` with cotangents `gs` (one per root); returns the
-/// gradient reaching each leaf in `leaves` (undefined where none reaches it).
-inline tensor_list run_backward(const std::vector<std::shared_ptr<grad_node>>& roots, const tensor_list& gs,
-                                const std::vector<std::shared_ptr<grad_node>>& leaves) {
-  // Topological order by iterative DFS (graphs can be deep: no recursion).
+/// Nodes reachable from `roots`, every node after all the nodes it depends on (inputs first).
+/// Iterative DFS: graphs can be deeper than the call stack.
+inline std::vector<grad_node*> topo_order(const std::vector<std::shared_ptr<grad_node>>& roots) {
   std::vector<grad_node*> order;
   std::unordered_map<grad_node*, bool> seen;
   for (const auto& root : roots) {
@@ -61,6 +64,14 @@ inline tensor_list run_backward(const std::vector<std::shared_ptr<grad_node>>& r
       }
     }
   }
+  return order;
+}
+
+/// Runs the backward pass from `roots` with cotangents `gs` (one per root); returns the
+/// gradient reaching each leaf in `leaves` (undefined where none reaches it).
+inline tensor_list run_backward(const std::vector<std::shared_ptr<grad_node>>& roots, const tensor_list& gs,
+                                const std::vector<std::shared_ptr<grad_node>>& leaves) {
+  const std::vector<grad_node*> order = topo_order(roots);
   std::unordered_map<grad_node*, tensor> acc;
   auto accumulate = [&](grad_node* n, const tensor& g) {
     tensor& slot = acc[n];
@@ -84,6 +95,34 @@ inline tensor_list run_backward(const std::vector<std::shared_ptr<grad_node>>& r
   for (const auto& l : leaves) {
     auto f = acc.find(l.get());
     out.push_back(f == acc.end() ? tensor() : f->second);
+  }
+  return out;
+}
+
+/// Pushes tangents `tin` of `leaves` forward to `roots` through the recorded graph.
+inline tensor_list run_forward_tangents(const std::vector<std::shared_ptr<grad_node>>& roots,
+                                        const std::vector<std::shared_ptr<grad_node>>& leaves, const tensor_list& tin) {
+  std::unordered_map<grad_node*, tensor> tan;
+  for (std::size_t i = 0; i < leaves.size(); ++i)
+    if (leaves[i]) tan[leaves[i].get()] = tin[i];
+  for (grad_node* n : topo_order(roots)) {
+    if (n->is_leaf()) continue;
+    tensor_list ti(n->next.size());
+    bool any = false;
+    for (std::size_t k = 0; k < n->next.size(); ++k) {
+      if (!n->next[k]) continue;
+      auto f = tan.find(n->next[k].get());
+      if (f != tan.end() && f->second.defined()) {
+        ti[k] = f->second;
+        any = true;
+      }
+    }
+    if (any) tan[n] = n->forward_tangent(ti);
+  }
+  tensor_list out;
+  for (const auto& r : roots) {
+    auto f = r ? tan.find(r.get()) : tan.end();
+    out.push_back(f == tan.end() ? tensor() : f->second);
   }
   return out;
 }

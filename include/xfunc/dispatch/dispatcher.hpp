@@ -62,6 +62,7 @@ struct op_node final : grad_node {
   tensor out;
   typename Op::attrs attrs;
   tensor_list apply(const tensor& g) override { return Op::vjp(in, out, g, attrs); }
+  tensor forward_tangent(const tensor_list& tin) override { return Op::jvp(in, tin, out, attrs); }
 };
 
 template <class Op>

@@ -91,6 +91,21 @@ R unwrap_outputs(const R& r, const OD& od, const layer* L) {
   }
 }
 
+/// The out_dim of every output leaf, in flattening order.
+template <class R, class OD>
+std::vector<std::optional<std::int64_t>> leaf_out_dims(const R& r, const OD& od) {
+  std::vector<std::optional<std::int64_t>> out;
+  if constexpr (OD::size == 1) {
+    tree_for_each(r, [&](const tensor&) { out.push_back(out_dim_value(std::get<0>(od.entries))); });
+  } else if constexpr (is_std_tuple<R>::value && std::tuple_size_v<R> == OD::size) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (tree_for_each(std::get<I>(r), [&](const tensor&) { out.push_back(out_dim_value(std::get<I>(od.entries))); }),
+       ...);
+    }(std::make_index_sequence<OD::size>{});
+  }
+  return out;
+}
+
 template <class F, class... Opts>
 struct vmap_transform : transform_base<F> {
   static constexpr std::string_view transform_name = "vmap";
@@ -124,7 +139,6 @@ struct vmap_transform : transform_base<F> {
 
   template <class IN, class... Args>
   auto call(const IN& in, const Args&... args) const {
-    const xfunc::randomness rnd = find_option<is_randomness>(opts, xfunc::randomness::error);
     // find the batch size, checking every mapped leaf
     std::optional<std::int64_t> B;
     auto check = [&](const tensor& t, std::optional<std::int64_t> d) {
@@ -149,7 +163,20 @@ struct vmap_transform : transform_base<F> {
     if (!B)
       fail("xf::vmap: at least one argument must be mapped: every in_dim is none or no argument holds a "
            "tensor; map at least one tensor argument");
-    layer_guard guard(transform_kind::vmap, *B, rnd);
+    constexpr bool chunked = (std::is_same_v<Opts, chunk_size_t> || ...);
+    if constexpr (chunked) {
+      const std::int64_t n = find_option<is_chunk_size>(opts, chunk_size_t{0}).n;
+      if (n <= 0) fail("xf::vmap: chunk_size must be positive, got ", n);
+      if (n < *B) return run_chunked(in, *B, n, args...);
+    }
+    return run(in, *B, args...);
+  }
+
+  /// Maps the examples [0, B) in one layer.
+  template <class IN, class... Args>
+  auto run(const IN& in, std::int64_t B, const Args&... args) const {
+    const xfunc::randomness rnd = find_option<is_randomness>(opts, xfunc::randomness::error);
+    layer_guard guard(transform_kind::vmap, B, rnd);
     const layer_ptr& L = guard.get();
     auto wrap = [&](const tensor& t, std::optional<std::int64_t> d) {
       if (!d) return t;
@@ -162,6 +189,35 @@ struct vmap_transform : transform_base<F> {
     using R = decltype(result);
     auto od = find_option<is_out_dims>(opts, out_dims(0));
     return unwrap_outputs<R>(result, od, L.get());
+  }
+
+  // NOTE: [Chunked vmap]
+  // With chunk_size(n) the examples are mapped n at a time, each chunk in its own vmap layer,
+  // and the outputs are concatenated along their out_dim: the result equals the unchunked one
+  // while intermediate tensors hold n examples instead of B (lower peak memory).
+  template <class IN, class... Args>
+  auto run_chunked(const IN& in, std::int64_t B, std::int64_t n, const Args&... args) const {
+    using R = decltype(run(in, B, args...));
+    std::vector<R> parts;
+    for (std::int64_t s = 0; s < B; s += n) {
+      const std::int64_t len = std::min(n, B - s);
+      auto slice = [&](const tensor& t, std::optional<std::int64_t> d) { return d ? t.narrow(*d, s, len) : t; };
+      parts.push_back([&]<std::size_t... I>(std::index_sequence<I...>) {
+        return run(in, len, map_in_dims(args, std::get<I>(in.entries), slice)...);
+      }(std::index_sequence_for<Args...>{}));
+    }
+    auto od = find_option<is_out_dims>(opts, out_dims(0));
+    const auto dims = leaf_out_dims(parts[0], od);
+    std::vector<std::vector<tensor>> leaves;
+    for (const auto& p : parts) leaves.push_back(tree_leaves(p));
+    std::size_t k = 0;
+    return tree_map(parts[0], [&](const tensor& t) {
+      const std::size_t leaf = k++;
+      if (!dims[leaf]) return t;
+      std::vector<tensor> pieces;
+      for (const auto& l : leaves) pieces.push_back(l[leaf]);
+      return cat(pieces, wrap_dim(*dims[leaf], t.dim()));
+    });
   }
 };
 
