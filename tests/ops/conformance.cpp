@@ -29,6 +29,80 @@ op_fn ref_binary(std::function<double(double, double)> f) {
   };
 }
 
+xf::tensor ref_reduce(const xf::tensor& x, std::vector<std::int64_t> dims, bool keepdim,
+                      const std::function<double(const std::vector<double>&)>& f) {
+  const xt::xarray<double> a = to_x(x);
+  const auto r = static_cast<std::int64_t>(a.dimension());
+  std::vector<bool> red(static_cast<std::size_t>(r), dims.empty());
+  for (auto d : dims) red[static_cast<std::size_t>(d < 0 ? d + r : d)] = true;
+  std::vector<std::size_t> oshape;
+  for (std::int64_t i = 0; i < r; ++i) {
+    const auto u = static_cast<std::size_t>(i);
+    if (!red[u]) oshape.push_back(a.shape()[u]);
+    else if (keepdim) oshape.push_back(1);
+  }
+  xt::xarray<double> out(oshape);
+  std::vector<std::vector<double>> groups(out.size());
+  std::vector<std::size_t> idx(static_cast<std::size_t>(r), 0);
+  for (std::size_t flat = 0; flat < a.size(); ++flat) {
+    std::size_t rem = flat, key = 0;
+    for (std::int64_t i = r - 1; i >= 0; --i) {
+      const auto u = static_cast<std::size_t>(i);
+      idx[u] = rem % a.shape()[u];
+      rem /= a.shape()[u];
+    }
+    for (std::size_t u = 0; u < static_cast<std::size_t>(r); ++u)
+      if (!red[u]) key = key * a.shape()[u] + idx[u];
+    groups[key].push_back(a.flat(flat));
+  }
+  for (std::size_t k = 0; k < groups.size(); ++k) out.flat(k) = f(groups[k]);
+  return from_x(out);
+}
+
+xf::tensor ref_matmul(const xf::tensor& a, const xf::tensor& b) {
+  xt::xarray<double> A = to_x(a), B = to_x(b);
+  const bool a1 = A.dimension() == 1, b1 = B.dimension() == 1;
+  if (a1) A.reshape({1, A.size()});
+  if (b1) B.reshape({B.size(), 1});
+  const std::size_t n = A.shape()[A.dimension() - 2], k = A.shape()[A.dimension() - 1];
+  const std::size_t m = B.shape()[B.dimension() - 1];
+  // batch dims, broadcast by hand
+  std::vector<std::size_t> ba(A.shape().begin(), A.shape().end() - 2), bb(B.shape().begin(), B.shape().end() - 2);
+  const std::size_t nb = std::max(ba.size(), bb.size());
+  ba.insert(ba.begin(), nb - ba.size(), 1);
+  bb.insert(bb.begin(), nb - bb.size(), 1);
+  std::vector<std::size_t> batch(nb);
+  for (std::size_t i = 0; i < nb; ++i) batch[i] = std::max(ba[i], bb[i]);
+  std::size_t P = 1;
+  for (auto e : batch) P *= e;
+  std::vector<std::size_t> oshape = batch;
+  oshape.push_back(n);
+  oshape.push_back(m);
+  xt::xarray<double> out(oshape);
+  for (std::size_t p = 0; p < P; ++p) {
+    std::size_t rem = p, pa = 0, pb = 0, sa = 1, sb = 1;
+    for (std::size_t i = nb; i-- > 0;) {
+      const std::size_t j = rem % batch[i];
+      rem /= batch[i];
+      pa += (ba[i] == 1 ? 0 : j) * sa;
+      pb += (bb[i] == 1 ? 0 : j) * sb;
+      sa *= ba[i];
+      sb *= bb[i];
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < m; ++j) {
+        double s = 0;
+        for (std::size_t q = 0; q < k; ++q) s += A.flat(pa * n * k + i * k + q) * B.flat(pb * k * m + q * m + j);
+        out.flat(p * n * m + i * m + j) = s;
+      }
+  }
+  std::vector<std::size_t> final_shape = batch;
+  if (!a1) final_shape.push_back(n);
+  if (!b1) final_shape.push_back(m);
+  out.reshape(final_shape);
+  return from_x(out);
+}
+
 xf::tensor sample(const xf::shape_t& shape, double lo, double hi, std::uint64_t seed) {
   xf::tensor t = xf::zeros(shape, xf::f64);
   double* p = t.impl()->data<double>();
@@ -102,7 +176,9 @@ void check_forward(const op_row& r) {
   CHECK(xf::allclose(got.to(xf::f64), expect.to(xf::f64), 1e-10, 1e-12));
   // float32 inputs give a float32 (or integer/bool) result close to the reference
   xf::tensor got32 = r.op(as_dtype(r.inputs, xf::f32));
-  if (xf::is_floating(got.dtype())) CHECK(got32.dtype() == xf::f32);
+  if (r.dtype32) CHECK(got32.dtype() == *r.dtype32);
+  else if (xf::is_floating(got.dtype())) CHECK(got32.dtype() == xf::f32);
+  else CHECK(got32.dtype() == got.dtype());
   CHECK(xf::allclose(got32.to(xf::f64), expect.to(xf::f64), 1e-4, 1e-5));
   // non-contiguous inputs give the same values
   tensors nc;

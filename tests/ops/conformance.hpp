@@ -29,6 +29,9 @@ struct op_row {
   op_fn reference;                 // independent forward reference (float64)
   bool differentiable = true;      // run gradcheck
   tensors inputs2 = {};            // second example for vmap (default: floating inputs perturbed)
+  /// dtype of the result for float32 inputs when the op fixes it (e.g. to(f64)); by default a
+  /// floating result must be float32
+  std::optional<xf::dtype> dtype32 = std::nullopt;
 };
 
 std::vector<op_row>& rows();
@@ -46,4 +49,11 @@ xf::tensor noncontiguous(const xf::tensor& t);
 
 xt::xarray<double> to_x(const xf::tensor& t);
 xf::tensor from_x(const xt::xarray<double>& a);
+
+/// Reference reduction by plain loops: f maps the values of one reduced group (in row-major
+/// order of the reduced dims) to a number. Empty dims reduce everything.
+xf::tensor ref_reduce(const xf::tensor& x, std::vector<std::int64_t> dims, bool keepdim,
+                      const std::function<double(const std::vector<double>&)>& f);
+/// Reference matmul by plain loops, with torch's 1-d promotion and batch broadcasting.
+xf::tensor ref_matmul(const xf::tensor& a, const xf::tensor& b);
 }  // namespace conformance

@@ -1,5 +1,7 @@
-// Conformance rows: pointwise unary and binary ops.
+// Conformance rows: pointwise unary and binary ops, and the dtype promotion rules of API §2.
 #include <cmath>
+
+#include <catch2/catch.hpp>
 
 #include "conformance.hpp"
 
@@ -7,17 +9,204 @@ namespace conformance {
 namespace {
 using T = tensors;
 
-const bool registered = add({
-    {"sin", {sample({2, 3})}, [](const T& x) { return xf::sin(x[0]); }, ref_unary([](double v) { return std::sin(v); })},
+// Samples keep away from kinks (relu/abs/sign at 0, clamp bounds, maximum ties) by more than
+// the finite-difference step.
+const bool registered_unary = add({
+    {"neg", {sample({2, 3})}, [](const T& x) { return xf::neg(x[0]); }, ref_unary([](double v) { return -v; })},
+    {"neg (operator-)", {sample({3})}, [](const T& x) { return -x[0]; }, ref_unary([](double v) { return -v; })},
     {"exp", {sample({2, 3})}, [](const T& x) { return xf::exp(x[0]); }, ref_unary([](double v) { return std::exp(v); })},
+    {"exp (non-contiguous)", {noncontiguous(sample({3, 4}))}, [](const T& x) { return xf::exp(x[0]); },
+     ref_unary([](double v) { return std::exp(v); })},
     {"log", {sample({2, 3}, 0.5, 2.0)}, [](const T& x) { return xf::log(x[0]); },
      ref_unary([](double v) { return std::log(v); })},
-    {"mul (broadcast)", {sample({2, 3}), sample({3}, -1, 1, 2)}, [](const T& x) { return x[0] * x[1]; },
-     ref_binary([](double a, double b) { return a * b; })},
-    {"add (broadcast)", {sample({2, 1}), sample({3}, -1, 1, 2)}, [](const T& x) { return x[0] + x[1]; },
-     ref_binary([](double a, double b) { return a + b; })},
-    {"div", {sample({2, 3}), sample({2, 3}, 0.5, 2.0, 3)}, [](const T& x) { return x[0] / x[1]; },
-     ref_binary([](double a, double b) { return a / b; })},
+    {"sin", {sample({2, 3})}, [](const T& x) { return xf::sin(x[0]); }, ref_unary([](double v) { return std::sin(v); })},
+    {"sin (0-d)", {xf::scalar(0.3)}, [](const T& x) { return xf::sin(x[0]); },
+     ref_unary([](double v) { return std::sin(v); })},
+    {"cos", {sample({2, 3})}, [](const T& x) { return xf::cos(x[0]); }, ref_unary([](double v) { return std::cos(v); })},
+    {"tan", {sample({2, 3})}, [](const T& x) { return xf::tan(x[0]); }, ref_unary([](double v) { return std::tan(v); })},
+    {"tanh", {sample({2, 3}, -2, 2)}, [](const T& x) { return xf::tanh(x[0]); },
+     ref_unary([](double v) { return std::tanh(v); })},
+    {"sigmoid", {sample({2, 3}, -3, 3)}, [](const T& x) { return xf::sigmoid(x[0]); },
+     ref_unary([](double v) { return 1.0 / (1.0 + std::exp(-v)); })},
+    {"relu", {sample({2, 3})}, [](const T& x) { return xf::relu(x[0]); },
+     ref_unary([](double v) { return v > 0 ? v : 0.0; })},
+    {"relu (non-contiguous)", {noncontiguous(sample({4, 3}, -1, 1, 5))}, [](const T& x) { return xf::relu(x[0]); },
+     ref_unary([](double v) { return v > 0 ? v : 0.0; })},
+    {"abs", {sample({2, 3})}, [](const T& x) { return xf::abs(x[0]); }, ref_unary([](double v) { return std::fabs(v); })},
+    {"sqrt", {sample({2, 3}, 0.5, 2.0)}, [](const T& x) { return xf::sqrt(x[0]); },
+     ref_unary([](double v) { return std::sqrt(v); })},
+    {"rsqrt", {sample({2, 3}, 0.5, 2.0)}, [](const T& x) { return xf::rsqrt(x[0]); },
+     ref_unary([](double v) { return 1.0 / std::sqrt(v); })},
+    {"square", {sample({2, 3})}, [](const T& x) { return xf::square(x[0]); },
+     ref_unary([](double v) { return v * v; })},
+    {"log1p", {sample({2, 3}, -0.5, 1.0)}, [](const T& x) { return xf::log1p(x[0]); },
+     ref_unary([](double v) { return std::log1p(v); })},
+    {"expm1", {sample({2, 3})}, [](const T& x) { return xf::expm1(x[0]); },
+     ref_unary([](double v) { return std::expm1(v); })},
+    {"sign", {sample({2, 3})}, [](const T& x) { return xf::sign(x[0]); },
+     ref_unary([](double v) { return v > 0 ? 1.0 : (v < 0 ? -1.0 : 0.0); })},
+    {"reciprocal", {sample({2, 3}, 0.5, 2.0)}, [](const T& x) { return xf::reciprocal(x[0]); },
+     ref_unary([](double v) { return 1.0 / v; })},
+    {"reciprocal (negative)", {sample({2, 3}, -2.0, -0.5)}, [](const T& x) { return xf::reciprocal(x[0]); },
+     ref_unary([](double v) { return 1.0 / v; })},
+    {"erf", {sample({2, 3}, -2, 2)}, [](const T& x) { return xf::erf(x[0]); },
+     ref_unary([](double v) { return std::erf(v); })},
 });
+
+auto plus = [](double a, double b) { return a + b; };
+auto minus = [](double a, double b) { return a - b; };
+auto times = [](double a, double b) { return a * b; };
+auto over = [](double a, double b) { return a / b; };
+
+const bool registered_binary = add({
+    {"add", {sample({2, 3}), sample({2, 3}, -1, 1, 2)}, [](const T& x) { return xf::add(x[0], x[1]); },
+     ref_binary(plus)},
+    {"add (broadcast [2,1] + [3])", {sample({2, 1}), sample({3}, -1, 1, 2)}, [](const T& x) { return x[0] + x[1]; },
+     ref_binary(plus)},
+    {"add (broadcast [3] + [2,3])", {sample({3}), sample({2, 3}, -1, 1, 2)}, [](const T& x) { return x[0] + x[1]; },
+     ref_binary(plus)},
+    {"add (0-d + [2,3])", {xf::scalar(0.7), sample({2, 3}, -1, 1, 2)}, [](const T& x) { return x[0] + x[1]; },
+     ref_binary(plus)},
+    {"add (non-contiguous, broadcast [4,3] + [1,3])", {noncontiguous(sample({4, 3})), sample({1, 3}, -1, 1, 2)},
+     [](const T& x) { return x[0] + x[1]; }, ref_binary(plus)},
+    {"add (tensor + double)", {sample({2, 3})}, [](const T& x) { return x[0] + 2.5; },
+     ref_unary([](double v) { return v + 2.5; })},
+    {"add (double + tensor)", {sample({2, 3})}, [](const T& x) { return xf::add(2.5, x[0]); },
+     ref_unary([](double v) { return 2.5 + v; })},
+    {"sub", {sample({2, 3}), sample({2, 3}, -1, 1, 2)}, [](const T& x) { return xf::sub(x[0], x[1]); },
+     ref_binary(minus)},
+    {"sub (broadcast [2,1,3] - [4,1])", {sample({2, 1, 3}), sample({4, 1}, -1, 1, 2)},
+     [](const T& x) { return x[0] - x[1]; }, ref_binary(minus)},
+    {"sub (tensor - double)", {sample({2, 3})}, [](const T& x) { return x[0] - 1.5; },
+     ref_unary([](double v) { return v - 1.5; })},
+    {"sub (double - tensor)", {sample({2, 3})}, [](const T& x) { return 1.5 - x[0]; },
+     ref_unary([](double v) { return 1.5 - v; })},
+    {"mul", {sample({2, 3}), sample({2, 3}, -1, 1, 2)}, [](const T& x) { return xf::mul(x[0], x[1]); },
+     ref_binary(times)},
+    {"mul (broadcast [2,3] * [3])", {sample({2, 3}), sample({3}, -1, 1, 2)}, [](const T& x) { return x[0] * x[1]; },
+     ref_binary(times)},
+    {"mul (broadcast [3,1] * [1,4])", {sample({3, 1}), sample({1, 4}, -1, 1, 2)},
+     [](const T& x) { return x[0] * x[1]; }, ref_binary(times)},
+    {"mul (tensor * double)", {sample({2, 3})}, [](const T& x) { return x[0] * -2.0; },
+     ref_unary([](double v) { return v * -2.0; })},
+    {"mul (double * tensor)", {sample({2, 3})}, [](const T& x) { return 3.0 * x[0]; },
+     ref_unary([](double v) { return 3.0 * v; })},
+    {"div", {sample({2, 3}), sample({2, 3}, 0.5, 2.0, 3)}, [](const T& x) { return xf::div(x[0], x[1]); },
+     ref_binary(over)},
+    {"div (broadcast [2,3] / [2,1])", {sample({2, 3}), sample({2, 1}, 0.5, 2.0, 3)},
+     [](const T& x) { return x[0] / x[1]; }, ref_binary(over)},
+    {"div (tensor / double)", {sample({2, 3})}, [](const T& x) { return x[0] / 4.0; },
+     ref_unary([](double v) { return v / 4.0; })},
+    {"div (double / tensor)", {sample({2, 3}, 0.5, 2.0)}, [](const T& x) { return 2.0 / x[0]; },
+     ref_unary([](double v) { return 2.0 / v; })},
+    {"pow (tensor, tensor)", {sample({2, 3}, 0.5, 2.0), sample({2, 3}, -1, 2, 2)},
+     [](const T& x) { return xf::pow(x[0], x[1]); }, ref_binary([](double a, double b) { return std::pow(a, b); })},
+    {"pow (tensor, tensor, broadcast [2,3] ^ [3])", {sample({2, 3}, 0.5, 2.0), sample({3}, -1, 2, 2)},
+     [](const T& x) { return xf::pow(x[0], x[1]); }, ref_binary([](double a, double b) { return std::pow(a, b); })},
+    {"pow (tensor, 3.0)", {sample({2, 3})}, [](const T& x) { return xf::pow(x[0], 3.0); },
+     ref_unary([](double v) { return v * v * v; })},
+    {"pow (tensor, 2.0)", {sample({2, 3})}, [](const T& x) { return xf::pow(x[0], 2.0); },
+     ref_unary([](double v) { return v * v; })},
+    {"pow (tensor, -1.5)", {sample({2, 3}, 0.5, 2.0)}, [](const T& x) { return xf::pow(x[0], -1.5); },
+     ref_unary([](double v) { return std::pow(v, -1.5); })},
+    {"pow (tensor, 0.5)", {sample({2, 3}, 0.5, 2.0)}, [](const T& x) { return xf::pow(x[0], 0.5); },
+     ref_unary([](double v) { return std::sqrt(v); })},
+    {"pow (double, tensor)", {sample({2, 3})}, [](const T& x) { return xf::pow(2.0, x[0]); },
+     ref_unary([](double v) { return std::pow(2.0, v); })},
+    {"maximum", {sample({2, 3}), sample({2, 3}, -1, 1, 2)}, [](const T& x) { return xf::maximum(x[0], x[1]); },
+     ref_binary([](double a, double b) { return std::max(a, b); })},
+    {"maximum (broadcast [2,3], [3])", {sample({2, 3}), sample({3}, -1, 1, 4)},
+     [](const T& x) { return xf::maximum(x[0], x[1]); }, ref_binary([](double a, double b) { return std::max(a, b); })},
+    {"minimum", {sample({2, 3}), sample({2, 3}, -1, 1, 2)}, [](const T& x) { return xf::minimum(x[0], x[1]); },
+     ref_binary([](double a, double b) { return std::min(a, b); })},
+    {"minimum (broadcast [2,1], [2,3])", {sample({2, 1}), sample({2, 3}, -1, 1, 4)},
+     [](const T& x) { return xf::minimum(x[0], x[1]); }, ref_binary([](double a, double b) { return std::min(a, b); })},
+    {"atan2", {sample({2, 3}), sample({2, 3}, -1, 1, 2)}, [](const T& x) { return xf::atan2(x[0], x[1]); },
+     ref_binary([](double a, double b) { return std::atan2(a, b); })},
+    {"atan2 (broadcast [2,3], [3])", {sample({2, 3}), sample({3}, 0.5, 1.5, 2)},
+     [](const T& x) { return xf::atan2(x[0], x[1]); }, ref_binary([](double a, double b) { return std::atan2(a, b); })},
+    {"clamp", {sample({2, 3})}, [](const T& x) { return xf::clamp(x[0], -0.5, 0.5); },
+     ref_unary([](double v) { return std::min(std::max(v, -0.5), 0.5); })},
+    {"clamp (non-contiguous)", {noncontiguous(sample({3, 4}, -2, 2, 3))}, [](const T& x) { return xf::clamp(x[0], -1.0, 0.8); },
+     ref_unary([](double v) { return std::min(std::max(v, -1.0), 0.8); })},
+});
+
+op_fn ref_where = [](const T& in) {
+  return from_x(xt::xarray<double>(xt::where(xt::not_equal(to_x(in[0]), 0.0), to_x(in[1]), to_x(in[2]))));
+};
+
+const bool registered_where = add({
+    {"where", {sample({2, 3}) > 0.0, sample({2, 3}, -1, 1, 2), sample({2, 3}, -1, 1, 3)},
+     [](const T& x) { return xf::where(x[0], x[1], x[2]); }, ref_where},
+    {"where (broadcast cond [2,3], a [3], b [2,1])", {sample({2, 3}) > 0.0, sample({3}, -1, 1, 2), sample({2, 1}, -1, 1, 3)},
+     [](const T& x) { return xf::where(x[0], x[1], x[2]); }, ref_where},
+    {"where (broadcast cond [3], a [2,3], b 0-d)", {sample({3}, -1, 1, 4) > 0.0, sample({2, 3}, -1, 1, 2), xf::scalar(0.25)},
+     [](const T& x) { return xf::where(x[0], x[1], x[2]); }, ref_where},
+});
+
+// ---- dtype promotion (API §2) -------------------------------------------------------------------
+
+TEST_CASE("pointwise: dtype promotion follows torch", "[ops][pointwise]") {
+  const xf::tensor a32 = xf::tensor{1.0f, 2.0f}, a64 = xf::tensor{0.5, 0.25};
+  const xf::tensor ai = xf::tensor{1, 2}, ab = xf::tensor{true, false};
+  SECTION("f32 with f64 gives f64") {
+    CHECK((a32 + a64).dtype() == xf::f64);
+    CHECK((a64 * a32).dtype() == xf::f64);
+    CHECK(xf::pow(a32, a64).dtype() == xf::f64);
+    CHECK(xf::maximum(a32, a64).dtype() == xf::f64);
+    CHECK(xf::atan2(a64, a32).dtype() == xf::f64);
+    CHECK(xf::where(ab, a32, a64).dtype() == xf::f64);
+    CHECK(xf::allclose(a32 + a64, xf::tensor{1.5, 2.25}));
+  }
+  SECTION("i64 or b8 with a floating tensor gives that dtype") {
+    CHECK((ai + a32).dtype() == xf::f32);
+    CHECK((a64 - ai).dtype() == xf::f64);
+    CHECK((ab * a32).dtype() == xf::f32);
+    CHECK((a64 / ab).dtype() == xf::f64);
+    CHECK(xf::minimum(ai, a32).dtype() == xf::f32);
+    CHECK(xf::allclose(ai + a64, xf::tensor{1.5, 2.25}));
+    CHECK(xf::allclose(ab * a64, xf::tensor{0.5, 0.0}));
+  }
+  SECTION("a double does not widen a floating tensor") {
+    CHECK((a32 * 2.0).dtype() == xf::f32);
+    CHECK((2.0 * a32).dtype() == xf::f32);
+    CHECK((a32 + 0.1).dtype() == xf::f32);
+    CHECK((1.0 - a32).dtype() == xf::f32);
+    CHECK((a32 / 3.0).dtype() == xf::f32);
+    CHECK(xf::pow(a32, 2.0).dtype() == xf::f32);
+    CHECK(xf::pow(2.0, a32).dtype() == xf::f32);
+    CHECK((a64 * 2.0).dtype() == xf::f64);
+    CHECK(xf::allclose(a32 * 2.0, xf::tensor{2.0f, 4.0f}));
+  }
+  SECTION("an integer tensor with a double becomes f32") {
+    CHECK((ai * 2.5).dtype() == xf::f32);
+    CHECK((2.5 + ai).dtype() == xf::f32);
+    CHECK((ai - 0.5).dtype() == xf::f32);
+    CHECK((ai / 2.0).dtype() == xf::f32);
+    CHECK((ab * 2.0).dtype() == xf::f32);
+    CHECK(xf::pow(ai, 2.0).dtype() == xf::f32);
+    CHECK(xf::allclose(ai * 2.5, xf::tensor{2.5f, 5.0f}));
+  }
+  SECTION("integer arithmetic stays integer; division and math ops give floats") {
+    CHECK((ai + ai).dtype() == xf::i64);
+    CHECK((ai * ai).dtype() == xf::i64);
+    CHECK((ab + ab).dtype() == xf::i64);
+    CHECK((ai / ai).dtype() == xf::f32);
+    CHECK(xf::exp(ai).dtype() == xf::f32);
+    CHECK(xf::sqrt(ai).dtype() == xf::f32);
+    CHECK(xf::neg(ai).dtype() == xf::i64);
+    CHECK(xf::abs(ai).dtype() == xf::i64);
+    CHECK(xf::equal(-ai, xf::tensor{-1, -2}));
+    CHECK(xf::equal(ai * ai, xf::tensor{1, 4}));
+    CHECK(xf::allclose(ai / xf::tensor{2, 2}, xf::tensor{0.5f, 1.0f}));
+  }
+}
+
+TEST_CASE("pointwise: errors", "[ops][pointwise]") {
+  CHECK_THROWS_WITH(sample({2, 3}) + sample({4}), Catch::Contains("cannot be broadcast"));
+  CHECK_THROWS_WITH(xf::mul(sample({2, 3}), sample({3, 2})), Catch::Contains("cannot be broadcast"));
+  CHECK_THROWS_WITH(xf::where(sample({2}) > 0.0, sample({3}), sample({3})), Catch::Contains("cannot be broadcast"));
+  CHECK_THROWS_WITH(xf::clamp(sample({2}), 1.0, -1.0), Catch::Contains("must not exceed"));
+}
 }  // namespace
 }  // namespace conformance
