@@ -1,0 +1,127 @@
+#pragma once
+// A Google Benchmark main that also collects each benchmark's real time (the median when
+// --benchmark_repetitions is given) and prints a table of ratios against baselines measured in
+// the same process: "name  time  baseline  ratio  target  met?". Targets are reported, never
+// asserted.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace xfunc_bench {
+
+struct measured {
+  double ns = 0;             // real time per iteration, in nanoseconds
+  double items_per_s = 0;    // items_per_second counter, when the benchmark sets it
+  bool from_median = false;
+};
+
+class collecting_reporter : public benchmark::ConsoleReporter {
+ public:
+  std::map<std::string, measured> results;
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& r : runs) {
+      if (r.error_occurred) continue;
+      const bool median = r.run_type == Run::RT_Aggregate && r.aggregate_name == "median";
+      if (r.run_type == Run::RT_Aggregate && !median) continue;
+      measured& m = results[r.run_name.function_name];
+      if (m.from_median && !median) continue;
+      m.ns = r.GetAdjustedRealTime() * to_ns(r.time_unit);
+      auto it = r.counters.find("items_per_second");
+      m.items_per_s = it != r.counters.end() ? double(it->second) : 0.0;
+      m.from_median = median;
+    }
+  }
+
+ private:
+  static double to_ns(benchmark::TimeUnit u) {
+    switch (u) {
+      case benchmark::kNanosecond: return 1.0;
+      case benchmark::kMicrosecond: return 1e3;
+      case benchmark::kMillisecond: return 1e6;
+      case benchmark::kSecond: return 1e9;
+    }
+    return 1.0;
+  }
+};
+
+/// One row of the summary table.
+struct target {
+  enum kind_t {
+    ratio_max,     // time(name) / time(baseline) <= value
+    delta_max_ns,  // time(name) - time(baseline) <= value (ns)
+    items_min,     // items_per_second(name) >= value (no baseline)
+    info           // ratio printed, no target
+  };
+  std::string name, baseline;
+  kind_t kind;
+  double value;
+  std::string note;
+};
+
+inline std::string fmt_time(double ns) {
+  char buf[32];
+  if (ns < 1e3) std::snprintf(buf, sizeof buf, "%.1f ns", ns);
+  else if (ns < 1e6) std::snprintf(buf, sizeof buf, "%.2f us", ns / 1e3);
+  else std::snprintf(buf, sizeof buf, "%.2f ms", ns / 1e6);
+  return buf;
+}
+
+inline void print_table(const std::map<std::string, measured>& res, const std::vector<target>& rows) {
+  std::printf("\n%-44s %11s  %-34s %9s  %-22s %s\n", "benchmark", "time", "baseline", "ratio", "target", "met?");
+  for (const auto& t : rows) {
+    auto a = res.find(t.name);
+    if (a == res.end()) continue;
+    const double ta = a->second.ns;
+    double tb = 0;
+    if (!t.baseline.empty()) {
+      auto b = res.find(t.baseline);
+      if (b == res.end()) continue;
+      tb = b->second.ns;
+    }
+    char ratio[32] = "", tgt[48] = "";
+    bool met = true;
+    switch (t.kind) {
+      case target::ratio_max:
+        std::snprintf(ratio, sizeof ratio, "%.2fx", ta / tb);
+        std::snprintf(tgt, sizeof tgt, "<= %.2fx", t.value);
+        met = ta / tb <= t.value;
+        break;
+      case target::delta_max_ns:
+        std::snprintf(ratio, sizeof ratio, "%+.1f ns", ta - tb);
+        std::snprintf(tgt, sizeof tgt, "<= +%.0f ns", t.value);
+        met = ta - tb <= t.value;
+        break;
+      case target::items_min:
+        std::snprintf(ratio, sizeof ratio, "%.2f G/s", a->second.items_per_s / 1e9);
+        std::snprintf(tgt, sizeof tgt, ">= %.2f G/s", t.value / 1e9);
+        met = a->second.items_per_s >= t.value;
+        break;
+      case target::info:
+        if (tb > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", ta / tb);
+        std::snprintf(tgt, sizeof tgt, "(info)");
+        break;
+    }
+    std::printf("%-44s %11s  %-34s %9s  %-22s %s%s%s\n", t.name.c_str(), fmt_time(ta).c_str(),
+                t.baseline.empty() ? "-" : t.baseline.c_str(), ratio, tgt,
+                t.kind == target::info ? "" : (met ? "yes" : "NO"), t.note.empty() ? "" : "  ", t.note.c_str());
+  }
+  std::fflush(stdout);
+}
+
+/// Runs the registered benchmarks and prints the table.
+inline int run_and_report(int argc, char** argv, const std::vector<target>& rows) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  collecting_reporter rep;
+  benchmark::RunSpecifiedBenchmarks(&rep);
+  benchmark::Shutdown();
+  print_table(rep.results, rows);
+  return 0;
+}
+
+}  // namespace xfunc_bench
