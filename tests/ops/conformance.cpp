@@ -257,6 +257,92 @@ void check_vmap(const op_row& r) {
   CHECK(xf::allclose(got, expect, 1e-10, 1e-12));
 }
 
+// ---- compositions of transforms ----------------------------------------------------------------
+// The op as a function of its floating inputs only (index tensors and masks stay fixed), checked
+// under second-order and mixed transforms:
+//   vjp∘vjp and jvp∘vjp   gradgradcheck (gradcheck of a vjp) against finite differences
+//   vmap∘vjp              vmap of the pullback over a batch of cotangents, against a loop
+//   vmap∘jvp              vmap of jvp over a batch of tangents, against a loop
+//   vjp∘vmap              the pullback of vmap(op) against per-example pullbacks
+template <std::size_t>
+using tensor_t = xf::tensor;
+
+template <std::size_t N>
+void check_compositions_n(const op_row& r, const std::vector<std::size_t>& pos) {
+  const tensors all = r.inputs;
+  auto g = [&](const auto&... xs) {
+    tensors a = all;
+    std::size_t k = 0;
+    ((a[pos[k++]] = xs), ...);
+    return r.op(a);
+  };
+  auto flat_grads = [](const auto& gs) {
+    return std::apply([](const auto&... t) { return xf::cat({t.reshape({-1})...}, 0); }, gs);
+  };
+  std::array<xf::tensor, N> xs, xs1, t0, t1;
+  for (std::size_t i = 0; i < N; ++i) {
+    xs[i] = all[pos[i]].contiguous();
+    xs1[i] = xs[i] * 0.9 + 0.05;
+    t0[i] = sample(xs[i].shape(), -1, 1, 11 + i);
+    t1[i] = sample(xs[i].shape(), -1, 1, 21 + i);
+  }
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    {
+      INFO("vjp∘vjp and jvp∘vjp (gradgradcheck)");
+      bool ok = false;
+      try {
+        ok = xf::testing::gradgradcheck(g, xf::testing::raise, xs[I]...);
+      } catch (const std::exception& e) {
+        FAIL_CHECK(e.what());
+      }
+      CHECK(ok);
+    }
+    auto [out, pb] = xf::vjp(g, xs[I]...);
+    const xf::tensor c0 = sample(out.shape(), -1, 1, 7), c1 = sample(out.shape(), -1, 1, 8);
+    {
+      INFO("vmap∘vjp: vmap of the pullback over cotangents");
+      auto pull = [&](const xf::tensor& c) { return flat_grads(pb(c)); };
+      xf::tensor expect = xf::stack({pull(c0), pull(c1)}, 0);
+      xf::tensor got = xf::vmap(pull)(xf::stack({c0, c1}, 0));
+      REQUIRE(got.shape() == expect.shape());
+      CHECK(xf::allclose(got, expect, 1e-10, 1e-12));
+    }
+    {
+      INFO("vmap∘jvp: vmap of jvp over tangents");
+      auto push = [&](const auto&... ts) {
+        return xf::jvp(g, std::tuple{xs[I]...}, std::tuple<tensor_t<I>...>{ts...}).second;
+      };
+      xf::tensor expect = xf::stack({push(t0[I]...), push(t1[I]...)}, 0);
+      xf::tensor got = xf::vmap(push)(xf::stack({t0[I], t1[I]}, 0)...);
+      REQUIRE(got.shape() == expect.shape());
+      CHECK(xf::allclose(got, expect, 1e-10, 1e-12));
+    }
+    {
+      INFO("vjp∘vmap: pullback of vmap(op) against per-example pullbacks");
+      auto [outb, pbb] = xf::vjp(xf::vmap(g), xf::stack({xs[I], xs1[I]}, 0)...);
+      auto gb = pbb(xf::stack({c0, c1}, 0));
+      auto g0 = pb(c0);
+      auto g1 = xf::vjp(g, xs1[I]...).second(c1);
+      auto same = [](const xf::tensor& got, const xf::tensor& expect) {
+        REQUIRE(got.shape() == expect.shape());
+        CHECK(xf::allclose(got, expect, 1e-10, 1e-12));
+      };
+      (same(std::get<I>(gb), xf::stack({std::get<I>(g0), std::get<I>(g1)}, 0)), ...);
+    }
+  }(std::make_index_sequence<N>{});
+}
+
+void check_compositions(const op_row& r) {
+  std::vector<std::size_t> pos;
+  for (std::size_t i = 0; i < r.inputs.size(); ++i)
+    if (xf::is_floating(r.inputs[i].dtype())) pos.push_back(i);
+  if (pos.empty()) return;
+  by_arity(pos.size(), [&](auto N) {
+    check_compositions_n<decltype(N)::value>(r, pos);
+    return 0;
+  });
+}
+
 }  // namespace
 
 TEST_CASE("op conformance table", "[conformance]") {
@@ -266,6 +352,9 @@ TEST_CASE("op conformance table", "[conformance]") {
     if (r.differentiable) {
       DYNAMIC_SECTION(r.name << ": gradcheck (vjp and jvp against finite differences)") {
         CHECK(by_arity(r.inputs.size(), [&](auto N) { return run_gradcheck<decltype(N)::value>(r.op, r.inputs); }));
+      }
+      DYNAMIC_SECTION(r.name << ": compositions (vjp∘vjp, jvp∘vjp, vmap∘vjp, vmap∘jvp, vjp∘vmap)") {
+        check_compositions(r);
       }
     }
     DYNAMIC_SECTION(r.name << ": vmap against a loop") { check_vmap(r); }
