@@ -9,6 +9,15 @@
 namespace xfunc {
 namespace detail {
 
+/// s without entry i. (Built by push_back rather than shape_t::erase, whose shifting of the
+/// inline array trips GCC's -Wmaybe-uninitialized once inlined into callers.)
+inline shape_t without(const shape_t& s, std::size_t i) {
+  shape_t out;
+  for (std::size_t k = 0; k < s.size(); ++k)
+    if (k != i) out.push_back(s[k]);
+  return out;
+}
+
 /// A dense alias of t with another shape/strides/offset over the same storage.
 inline tensor alias_of(const tensor& t, const shape_t& shape, const shape_t& strides, std::int64_t offset) {
   auto impl = std::make_shared<tensor_impl>();
@@ -230,9 +239,7 @@ struct select_op {
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor_impl& s = *in[0].impl();
     const auto du = static_cast<std::size_t>(a.dim);
-    shape_t shape = s.shape, st = s.strides;
-    shape.erase(du);
-    st.erase(du);
+    const shape_t shape = without(s.shape, du), st = without(s.strides, du);
     return alias_of(in[0], shape, st, s.offset + a.index * s.strides[du]);
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
@@ -524,9 +531,7 @@ inline tensor tensor::squeeze() const {
 inline tensor tensor::squeeze(std::int64_t d) const {
   d = detail::wrap_dim(d, dim());
   if (dim() == 0 || shape()[static_cast<std::size_t>(d)] != 1) return view(shape());
-  shape_t s = shape();
-  s.erase(static_cast<std::size_t>(d));
-  return detail::call<detail::view_op>({s}, *this);
+  return detail::call<detail::view_op>({detail::without(shape(), static_cast<std::size_t>(d))}, *this);
 }
 inline tensor tensor::expand(shape_t s) const {
   const std::size_t lead = s.size() >= shape().size() ? s.size() - shape().size() : 0;
@@ -572,9 +577,7 @@ inline shape_t tensor::strides() const {
   check_defined();
   const detail::tensor_impl* p = impl_.get();
   if (p->kind == detail::impl_kind::batched) {
-    shape_t s = p->inner.strides();
-    s.erase(static_cast<std::size_t>(p->bdim));
-    return s;
+    return detail::without(p->inner.strides(), static_cast<std::size_t>(p->bdim));
   }
   return p->is_dense() ? p->strides : p->inner.strides();
 }
