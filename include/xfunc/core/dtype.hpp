@@ -1,5 +1,6 @@
 #pragma once
 // Element types: the four dtypes, their C++ types, promotion and a visitor.
+#include <xfunc/core/diagnostics.hpp>
 #include <cstdint>
 #include <ostream>
 #include <string_view>
@@ -49,7 +50,7 @@ constexpr dtype dtype_of() {
   else if constexpr (std::is_same_v<T, float>) return dtype::float32;
   else if constexpr (std::is_floating_point_v<T>) return dtype::float64;
   else if constexpr (std::is_integral_v<T>) return dtype::int64;
-  else static_assert(sizeof(T) == 0, "xf: unsupported element type; use double, float, int64_t or bool");
+  else static_assert(sizeof(T) == 0, XFUNC_MSG_ELEMENT_TYPE);
 }
 
 /// Promotion of two tensor dtypes as in torch: bool < int64 < float32 < float64.

@@ -1,5 +1,6 @@
 #pragma once
 // xf::grad and xf::grad_and_value.
+#include <xfunc/core/diagnostics.hpp>
 #include <xfunc/core/pytree.hpp>
 #include <xfunc/dispatch/dispatcher.hpp>
 #include <xfunc/fwd.hpp>
@@ -59,12 +60,9 @@ auto grad_call(const F& f, const std::tuple<Opts...>& opts, const Args&... args)
   using AN = argnums_of<A, sizeof...(Args)>;
   constexpr bool aux = has_aux_in<Opts...>;
   using R = std::remove_cvref_t<std::invoke_result_t<const F&, const Args&...>>;
-  static_assert(AN::in_range, "xf::grad(f, argnums<...>): an argnum is out of range for the number of arguments "
-                              "f is called with; use indices in [-n, n)");
-  static_assert(AN::unique, "xf::grad(f, argnums<...>): an argnum appears twice; list each argument once");
-  static_assert(grad_return_ok<R, aux>(),
-                "xf::grad(f): f must return an xf::tensor (a 0-d floating tensor), or std::pair<xf::tensor, Aux> "
-                "when xf::has_aux is given");
+  static_assert(AN::in_range, XFUNC_MSG_GRAD_ARGNUM_RANGE);
+  static_assert(AN::unique, XFUNC_MSG_GRAD_ARGNUM_UNIQUE);
+  static_assert(grad_return_ok<R, aux>(), XFUNC_MSG_GRAD_RETURN);
   if constexpr (AN::in_range && AN::unique && grad_return_ok<R, aux>()) {
     layer_guard guard(transform_kind::grad);
     const layer_ptr& L = guard.get();

@@ -1,6 +1,7 @@
 #pragma once
 // xf::jacrev (vmap of vjp over the rows of an identity), xf::jacfwd (vmap of jvp over its
 // columns) and xf::hessian = jacfwd(jacrev(f)).
+#include <xfunc/core/diagnostics.hpp>
 #include <xfunc/transforms/jvp.hpp>
 #include <xfunc/transforms/vjp.hpp>
 #include <xfunc/transforms/vmap.hpp>
@@ -78,9 +79,8 @@ auto jacrev_call(const F& f, const std::tuple<Opts...>& opts, const Args&... arg
   using A = decltype(find_option<is_argnums>(opts, argnums_t<0>{}));
   using AN = argnums_of<A, sizeof...(Args)>;
   constexpr bool aux = has_aux_in<Opts...>;
-  static_assert(AN::in_range, "xf::jacrev(f, argnums<...>): an argnum is out of range for the number of arguments "
-                              "f is called with; use indices in [-n, n)");
-  static_assert(AN::unique, "xf::jacrev(f, argnums<...>): an argnum appears twice; list each argument once");
+  static_assert(AN::in_range, XFUNC_MSG_JACREV_ARGNUM_RANGE);
+  static_assert(AN::unique, XFUNC_MSG_JACREV_ARGNUM_UNIQUE);
   if constexpr (AN::in_range && AN::unique) {
     auto all = std::tie(args...);
     auto g = partial_at<AN>(f, all);
@@ -91,9 +91,7 @@ auto jacrev_call(const F& f, const std::tuple<Opts...>& opts, const Args&... arg
     const auto& out = std::get<0>(vjp_result);
     const auto& pullback = std::get<1>(vjp_result);
     using Out = std::remove_cvref_t<decltype(out)>;
-    static_assert(is_jacobian_output<Out>(),
-                  "xf::jacrev(f): f must return an xf::tensor or a std::tuple of tensors (with xf::has_aux: a "
-                  "std::pair of one of those and the aux value)");
+    static_assert(is_jacobian_output<Out>(), XFUNC_MSG_JACREV_RETURN);
     if constexpr (is_jacobian_output<Out>()) {
       const std::vector<tensor> outs = tree_leaves(out);
       std::vector<std::int64_t> offset{0};
@@ -142,9 +140,8 @@ auto jacfwd_call(const F& f, const std::tuple<Opts...>& opts, const Args&... arg
   using A = decltype(find_option<is_argnums>(opts, argnums_t<0>{}));
   using AN = argnums_of<A, sizeof...(Args)>;
   constexpr bool aux = has_aux_in<Opts...>;
-  static_assert(AN::in_range, "xf::jacfwd(f, argnums<...>): an argnum is out of range for the number of arguments "
-                              "f is called with; use indices in [-n, n)");
-  static_assert(AN::unique, "xf::jacfwd(f, argnums<...>): an argnum appears twice; list each argument once");
+  static_assert(AN::in_range, XFUNC_MSG_JACFWD_ARGNUM_RANGE);
+  static_assert(AN::unique, XFUNC_MSG_JACFWD_ARGNUM_UNIQUE);
   if constexpr (AN::in_range && AN::unique) {
     auto all = std::tie(args...);
     auto g = partial_at<AN>(f, all);
@@ -186,9 +183,7 @@ auto jacfwd_call(const F& f, const std::tuple<Opts...>& opts, const Args&... arg
       else return tangents;
     }();
     using Out = std::remove_cvref_t<decltype(tout)>;
-    static_assert(is_jacobian_output<Out>(),
-                  "xf::jacfwd(f): f must return an xf::tensor or a std::tuple of tensors (with xf::has_aux: a "
-                  "std::pair of one of those and the aux value)");
+    static_assert(is_jacobian_output<Out>(), XFUNC_MSG_JACFWD_RETURN);
     if constexpr (is_jacobian_output<Out>()) {
       auto jac = per_output(tout, [&](std::size_t, const tensor& t) {  // t [M, out...]
         shape_t oshape(t.shape().begin() + 1, t.shape().end());
@@ -243,7 +238,7 @@ struct jacfwd_fn {
 struct hessian_fn {
   template <class F, class... Opts>
   constexpr auto operator()(F f, Opts... opts) const {
-    static_assert((is_argnums<Opts>::value && ...), "xf::hessian(f, opts...): the only option is xf::argnums<...>");
+    static_assert((is_argnums<Opts>::value && ...), XFUNC_MSG_HESSIAN_OPTIONS);
     return jacfwd_fn{}(jacrev_fn{}(std::move(f), opts...), opts...);
   }
 };

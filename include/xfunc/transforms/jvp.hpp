@@ -1,5 +1,6 @@
 #pragma once
 // xf::jvp: the output of f and its directional derivative along the tangents (forward mode).
+#include <xfunc/core/diagnostics.hpp>
 #include <xfunc/transforms/grad.hpp>
 
 namespace xfunc {
@@ -13,9 +14,7 @@ auto as_tuple(const T& v) {
 
 template <bool Aux, class F, class P, class T>
 auto jvp_call(const F& f, const P& primals_in, const T& tangents_in) {
-  static_assert(std::is_same_v<P, T>,
-                "xf::jvp(f, primals, tangents): tangents must have the same structure as primals (one tensor "
-                "per primal tensor, in the same containers)");
+  static_assert(std::is_same_v<P, T>, XFUNC_MSG_JVP_TANGENT_STRUCTURE);
   auto primals = as_tuple(primals_in);
   auto tangents = as_tuple(tangents_in);
   layer_guard guard(transform_kind::jvp);

@@ -1,6 +1,7 @@
 #pragma once
 // xf::linearize: evaluates f once, recording its ops, and returns a reusable jvp function that
 // pushes tangents forward through the recorded graph with each op's jvp formula.
+#include <xfunc/core/diagnostics.hpp>
 #include <xfunc/transforms/grad.hpp>
 
 namespace xfunc {
@@ -16,8 +17,7 @@ struct linearized {
 
   template <class... Ts>
   Out operator()(const Ts&... tangents) const {
-    static_assert(std::is_same_v<std::tuple<Ts...>, std::tuple<Ps...>>,
-                  "xf::linearize: jvp_fn takes one tangent per primal, with the primals' types");
+    static_assert(std::is_same_v<std::tuple<Ts...>, std::tuple<Ps...>>, XFUNC_MSG_LINEARIZE_TANGENT_TYPES);
     tensor_list tin;
     (tree_for_each(tangents, [&](const tensor& t) { tin.push_back(t); }), ...);
     if (tin.size() != leaves.size()) fail("xf::linearize: expected ", leaves.size(), " tangent tensors, got ", tin.size());

@@ -1,5 +1,6 @@
 #pragma once
 // Transform options: tag values passed after f, in any order.
+#include <xfunc/core/diagnostics.hpp>
 #include <cstdint>
 #include <optional>
 #include <tuple>
@@ -76,7 +77,7 @@ struct is_out_dims<out_dims_t<E...>> : std::true_type {};
 template <template <class> class Pred, class Fallback, class... Opts>
 constexpr auto find_option(const std::tuple<Opts...>& opts, Fallback fallback) {
   constexpr std::size_t n = (0 + ... + (Pred<Opts>::value ? 1 : 0));
-  static_assert(n <= 1, "xf: the same kind of option is given twice; pass each option once");
+  static_assert(n <= 1, XFUNC_MSG_OPTION_TWICE);
   if constexpr (n == 0) {
     return fallback;
   } else {

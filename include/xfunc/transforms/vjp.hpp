@@ -1,5 +1,6 @@
 #pragma once
 // xf::vjp: the output of f and a function mapping output cotangents to input gradients.
+#include <xfunc/core/diagnostics.hpp>
 #include <xfunc/transforms/grad.hpp>
 
 namespace xfunc {
@@ -15,9 +16,7 @@ struct vjp_pullback {
 
   template <class C>
   auto operator()(const C& cotangents) const {
-    static_assert(std::is_same_v<std::remove_cvref_t<C>, Out>,
-                  "xf::vjp: the cotangent passed to vjp_fn must have the same type (pytree structure) as f's "
-                  "output; pass one tensor per output tensor, in the same containers");
+    static_assert(std::is_same_v<std::remove_cvref_t<C>, Out>, XFUNC_MSG_VJP_COTANGENT_TYPE);
     if constexpr (std::is_same_v<std::remove_cvref_t<C>, Out>) {
       tensor_list gs = tree_leaves(cotangents);
       if (gs.size() != roots.size())
@@ -39,8 +38,7 @@ template <bool Aux, class F, class... Ps>
 auto vjp_call(const F& f, const Ps&... primals) {
   using R = std::remove_cvref_t<std::invoke_result_t<const F&, const Ps&...>>;
   if constexpr (Aux)
-    static_assert(is_std_tuple<R>::value && std::tuple_size_v<R> == 2,
-                  "xf::vjp(f, xf::has_aux, ...): f must return std::pair<Out, Aux>");
+    static_assert(is_std_tuple<R>::value && std::tuple_size_v<R> == 2, XFUNC_MSG_VJP_HAS_AUX_RETURN);
   layer_guard guard(transform_kind::grad);
   const layer_ptr& L = guard.get();
   std::array<std::vector<std::shared_ptr<grad_node>>, sizeof...(Ps)> leaves;

@@ -1,5 +1,6 @@
 #pragma once
 // xf::vmap: maps f over a batch dimension of its arguments.
+#include <xfunc/core/diagnostics.hpp>
 #include <optional>
 
 #include <xfunc/transforms/grad.hpp>
@@ -78,9 +79,7 @@ R unwrap_outputs(const R& r, const OD& od, const layer* L) {
     auto d = out_dim_value(std::get<0>(od.entries));
     return tree_map(r, [&](const tensor& t) { return unwrap_batched_output(t, L, d); });
   } else {
-    static_assert(is_std_tuple<R>::value && std::tuple_size_v<R> == OD::size,
-                  "xf::vmap(f, out_dims(...)): out_dims needs one entry per output of f (or a single entry "
-                  "for all outputs)");
+    static_assert(is_std_tuple<R>::value && std::tuple_size_v<R> == OD::size, XFUNC_MSG_VMAP_OUT_DIMS_ARITY);
     if constexpr (is_std_tuple<R>::value && std::tuple_size_v<R> == OD::size)
       return [&]<std::size_t... I>(std::index_sequence<I...>) {
         return R{tree_map(std::get<I>(r), [&](const tensor& t) {
@@ -116,15 +115,12 @@ struct vmap_transform : transform_base<F> {
   auto operator()(const Args&... args) const {
     auto in = find_option<is_in_dims>(opts, default_in_dims<sizeof...(Args)>());
     using IN = decltype(in);
-    static_assert(IN::size == sizeof...(Args),
-                  "xf::vmap(f, in_dims(...)): in_dims needs exactly one entry per positional argument of f");
+    static_assert(IN::size == sizeof...(Args), XFUNC_MSG_VMAP_IN_DIMS_ARITY);
     if constexpr (IN::size == sizeof...(Args)) {
       constexpr bool fits = []<std::size_t... I>(std::index_sequence<I...>) {
         return (in_dim_fits<Args, std::tuple_element_t<I, decltype(IN::entries)>>() && ...);
       }(std::index_sequence_for<Args...>{});
-      static_assert(fits,
-                    "xf::vmap(f, in_dims(...)): an integer in_dim is given for an argument with no tensor, or a "
-                    "nested in_dims does not match the argument's tuple size; use xf::none for non-tensor arguments");
+      static_assert(fits, XFUNC_MSG_VMAP_IN_DIM_NON_TENSOR);
       if constexpr (fits) return call(in, args...);
     }
   }

@@ -1,0 +1,14 @@
+// Compile-fail check: built with -DXFUNC_CF_FAIL it must fail with the message below;
+// built without it (the corrected twin) it must compile.
+// expect: xf::hessian.f, opts....: the only option is xf::argnums
+#include <xfunc/xfunc.hpp>
+namespace xf = xfunc;
+int main() {
+  xf::tensor x{1.0, 2.0};
+#ifdef XFUNC_CF_FAIL
+  auto h = xf::hessian([](const xf::tensor& a) { return xf::sum(a); }, xf::has_aux);
+#else
+  auto h = xf::hessian([](const xf::tensor& a) { return xf::sum(a); }, xf::argnums<0>); (void)h;
+#endif
+  return 0;
+}

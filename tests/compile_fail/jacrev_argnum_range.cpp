@@ -1,0 +1,14 @@
+// Compile-fail check: built with -DXFUNC_CF_FAIL it must fail with the message below;
+// built without it (the corrected twin) it must compile.
+// expect: xf::jacrev.f, argnums<...>.: an argnum is out of range
+#include <xfunc/xfunc.hpp>
+namespace xf = xfunc;
+int main() {
+  xf::tensor x{1.0, 2.0};
+#ifdef XFUNC_CF_FAIL
+  auto j = xf::jacrev([](const xf::tensor& a) { return a; }, xf::argnums<1>)(x);
+#else
+  auto j = xf::jacrev([](const xf::tensor& a) { return a; }, xf::argnums<0>)(x); (void)j;
+#endif
+  return 0;
+}

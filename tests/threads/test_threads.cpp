@@ -1,0 +1,96 @@
+// Concurrency: transforms on several threads are independent and correct. Run under TSan by
+// scripts/test.sh (build/tsan).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <xfunc/xfunc.hpp>
+
+namespace xf = xfunc;
+
+namespace {
+// d/dx [ x * d/dy (x + y) ] = 1: a shared-state bug would confuse the two levels
+double confusion_case(double x0) {
+  auto outer = [](const xf::tensor& x) {
+    auto inner = [&](const xf::tensor& y) { return x + y; };
+    return x * xf::grad(inner)(xf::scalar(1.0));
+  };
+  return xf::grad(outer)(xf::scalar(x0)).item<double>();
+}
+
+bool per_example_grads_ok(int seed) {
+  xf::tensor w = xf::tensor{0.5, -1.0, 2.0} * static_cast<double>(seed % 3 + 1);
+  xf::tensor xs = xf::arange(0.0, 12.0, 1.0, xf::f64).reshape({4, 3}) * (0.1 * seed);
+  auto loss = [](const xf::tensor& wt, const xf::tensor& x) { return xf::square(xf::sum(wt * x)); };
+  xf::tensor got = xf::vmap(xf::grad(loss), xf::in_dims(xf::none, 0))(w, xs);
+  xf::tensor expect = 2.0 * xf::sum(w * xs, {1}, true) * xs;
+  return xf::allclose(got, expect);
+}
+}  // namespace
+
+TEST_CASE("many threads run nested transforms at once", "[threads]") {
+  constexpr int n_threads = 8, reps = 20;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> ts;
+  for (int t = 0; t < n_threads; ++t)
+    ts.emplace_back([t, &failures] {
+      for (int r = 0; r < reps; ++r) {
+        if (std::abs(confusion_case(1.0 + t) - 1.0) > 1e-12) ++failures;
+        if (!per_example_grads_ok(t + r)) ++failures;
+        xf::tensor x{0.3 * t, 0.1 * r};
+        auto h = xf::hessian([](const xf::tensor& v) { return xf::sum(v * v * v); })(x);
+        if (!xf::allclose(h, xf::tensor{{6.0 * x.select(0, 0).item<double>(), 0.0},
+                                        {0.0, 6.0 * x.select(0, 1).item<double>()}}))
+          ++failures;
+        if (xf::layers::depth() != 0) ++failures;
+      }
+    });
+  for (auto& th : ts) th.join();
+  CHECK(failures == 0);
+}
+
+TEST_CASE("a fresh thread sees no layers while another is inside a transform", "[threads]") {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool inside = false, checked = false;
+  std::size_t depth_seen_inside = 99, depth_other = 99;
+  std::thread a([&] {
+    xf::grad([&](const xf::tensor& x) {
+      depth_seen_inside = xf::layers::depth();
+      std::unique_lock<std::mutex> lock(mu);
+      inside = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return checked; });
+      return xf::sum(x);
+    })(xf::tensor{1.0});
+  });
+  std::thread b([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return inside; });
+    depth_other = xf::layers::depth();
+    checked = true;
+    cv.notify_all();
+  });
+  a.join();
+  b.join();
+  CHECK(depth_seen_inside == 1);
+  CHECK(depth_other == 0);
+}
+
+TEST_CASE("random draws and the fallback warning are thread-safe", "[threads]") {
+  std::vector<std::thread> ts;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t)
+    ts.emplace_back([&] {
+      for (int r = 0; r < 10; ++r) {
+        auto y = xf::vmap([](const xf::tensor& a) { return a + xf::randn({3}, xf::f64); }, xf::randomness::different)(
+            xf::zeros({5, 3}, xf::f64));
+        if (y.shape() != xf::shape_t{5, 3}) ++failures;
+      }
+    });
+  for (auto& th : ts) th.join();
+  CHECK(failures == 0);
+}
