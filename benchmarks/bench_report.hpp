@@ -13,7 +13,7 @@
 namespace xfunc_bench {
 
 struct measured {
-  double ns = 0;             // real time per iteration, in nanoseconds
+  double ns = 0;             // real time per iteration (per op with ops_per_iter), in ns
   double items_per_s = 0;    // items_per_second counter, when the benchmark sets it
   bool from_median = false;
 };
@@ -31,6 +31,9 @@ class collecting_reporter : public benchmark::ConsoleReporter {
       measured& m = results[r.run_name.function_name];
       if (m.from_median && !median) continue;
       m.ns = r.GetAdjustedRealTime() * to_ns(r.time_unit);
+      // benchmarks that time several operations per iteration say how many
+      auto per = r.counters.find("ops_per_iter");
+      if (per != r.counters.end() && double(per->second) > 0) m.ns /= double(per->second);
       auto it = r.counters.find("items_per_second");
       m.items_per_s = it != r.counters.end() ? double(it->second) : 0.0;
       m.from_median = median;

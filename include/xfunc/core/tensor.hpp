@@ -7,6 +7,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <type_traits>
 #include <vector>
 
@@ -22,25 +23,105 @@ namespace detail {
 struct tensor_impl;
 struct grad_node;
 
-/// A contiguous, 64-byte aligned buffer. Tiny buffers live inline (no second allocation).
+// NOTE: [Buffer allocation]
+// Tiny buffers live inline in their storage object, which is allocated without over-alignment
+// so that it takes malloc's fast (thread-cache) path: a 1-element op then costs two small
+// mallocs (impl and storage), not an aligned allocation. Heap buffers are 64-byte aligned.
+// Buffers of 1 MiB and more are recycled through a process-wide cache of freed blocks (exact
+// size match, most recently freed first, bounded in total bytes, oldest evicted first): the C
+// allocator hands such blocks back to the OS on free, and touching a fresh mapping page-faults
+// and zero-fills every page, which costs more than a streaming kernel over the same bytes.
+// Contents of a reused block are unspecified, as for any fresh allocation. Under AddressSanitizer
+// the cache is off so that use-after-free stays detectable.
+#if defined(__SANITIZE_ADDRESS__)
+#define XFUNC_DETAIL_BUFFER_CACHE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define XFUNC_DETAIL_BUFFER_CACHE 0
+#endif
+#endif
+#ifndef XFUNC_DETAIL_BUFFER_CACHE
+#define XFUNC_DETAIL_BUFFER_CACHE 1
+#endif
+
+class large_buffer_cache {
+ public:
+  static constexpr std::size_t min_bytes = std::size_t(1) << 20;     // cache blocks this large
+  static constexpr std::size_t max_cached = std::size_t(512) << 20;  // at most this much held
+
+  static large_buffer_cache& instance() {
+    // Never destroyed: tensors in static objects may release buffers during exit.
+    static large_buffer_cache* c = new large_buffer_cache;
+    return *c;
+  }
+  /// A 64-byte aligned block of `bytes` (a multiple of 64), or null when out of memory.
+  std::byte* get(std::size_t bytes) {
+    if (XFUNC_DETAIL_BUFFER_CACHE && bytes >= min_bytes) {
+      std::lock_guard<std::mutex> lock(m_);
+      for (std::size_t i = blocks_.size(); i-- > 0;)
+        if (blocks_[i].bytes == bytes) {
+          std::byte* p = blocks_[i].p;
+          blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+          cached_ -= bytes;
+          return p;
+        }
+    }
+    return static_cast<std::byte*>(std::aligned_alloc(64, bytes));
+  }
+  void put(std::byte* p, std::size_t bytes) {
+    if (!XFUNC_DETAIL_BUFFER_CACHE || bytes < min_bytes || bytes > max_cached) {
+      std::free(p);
+      return;
+    }
+    std::vector<std::byte*> evicted;
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      blocks_.push_back({p, bytes});
+      cached_ += bytes;
+      std::size_t n = 0;
+      while (cached_ > max_cached) {
+        evicted.push_back(blocks_[n].p);
+        cached_ -= blocks_[n].bytes;
+        ++n;
+      }
+      blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    for (auto* q : evicted) std::free(q);
+  }
+
+ private:
+  struct block {
+    std::byte* p;
+    std::size_t bytes;
+  };
+  std::mutex m_;
+  std::vector<block> blocks_;  // oldest first
+  std::size_t cached_ = 0;
+};
+
+/// A contiguous buffer (64-byte aligned on the heap). Tiny buffers live inline (no second
+/// allocation); see NOTE: [Buffer allocation].
 struct storage {
   explicit storage(std::size_t nbytes) : nbytes(nbytes) {
     if (nbytes <= sizeof(small)) {
       data = small;
     } else {
-      data = static_cast<std::byte*>(std::aligned_alloc(64, (nbytes + 63) / 64 * 64));
+      data = large_buffer_cache::instance().get(rounded());
       if (!data) fail("xf: out of memory allocating ", nbytes, " bytes");
     }
   }
   ~storage() {
-    if (data != small) std::free(data);
+    if (data != small) large_buffer_cache::instance().put(data, rounded());
   }
   storage(const storage&) = delete;
   storage& operator=(const storage&) = delete;
 
   std::byte* data;
   std::size_t nbytes;
-  alignas(64) std::byte small[32];
+  alignas(16) std::byte small[32];
+
+ private:
+  std::size_t rounded() const { return (nbytes + 63) / 64 * 64; }
 };
 
 enum class impl_kind : std::uint8_t { dense, grad, dual, batched };

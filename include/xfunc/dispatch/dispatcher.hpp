@@ -1,6 +1,7 @@
 #pragma once
 // The dispatcher: hands each op call to the layer its arguments belong to, and the generic
 // grad / jvp / vmap interpreters that apply an op's rules at one layer.
+#include <array>
 #include <cstdio>
 #include <mutex>
 #include <span>
@@ -56,6 +57,24 @@ batched batch_fallback(std::span<const tensor> in, std::span<const std::int64_t>
   return {xfunc::stack(outs, 0), 0};
 }
 
+/// A list of up to N values inline (no allocation), spilling to the heap beyond N. Interpreters
+/// use it for their per-call unwrapped arguments, which are short (ops take 1 to 3 tensors).
+template <class T, std::size_t N>
+class small_list {
+ public:
+  explicit small_list(std::size_t n) : n_(n) {
+    if (n > N) heap_.resize(n);
+  }
+  T& operator[](std::size_t i) { return n_ > N ? heap_[i] : inline_[i]; }
+  std::span<const T> span() const { return {n_ > N ? heap_.data() : inline_.data(), n_}; }
+  std::size_t size() const { return n_; }
+
+ private:
+  std::size_t n_;
+  std::array<T, N> inline_{};
+  std::vector<T> heap_;
+};
+
 template <class Op>
 struct op_node final : grad_node {
   tensor_list in;
@@ -67,24 +86,26 @@ struct op_node final : grad_node {
 
 template <class Op>
 tensor grad_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
-  tensor_list primals(in.size());
-  std::vector<std::shared_ptr<grad_node>> next(in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (belongs_to(in[i], L.get())) {
-      primals[i] = in[i].impl()->inner;
-      next[i] = in[i].impl()->node;
-    } else {
-      primals[i] = in[i];
-    }
-  }
-  tensor out = dispatch<Op>(primals, a);
   if constexpr (!differentiable_op<Op>) {
-    return out;
+    small_list<tensor, 4> primals(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) primals[i] = belongs_to(in[i], L.get()) ? in[i].impl()->inner : in[i];
+    return dispatch<Op>(primals.span(), a);
   } else {
-    if (!is_floating(out.dtype())) return out;
+    // The node is made first and the unwrapped arguments go straight into it (one allocation
+    // for the list); it is dropped again when the output is not differentiable.
     auto node = std::make_shared<op_node<Op>>();
-    node->in = std::move(primals);
-    node->next = std::move(next);
+    node->in.resize(in.size());
+    node->next.resize(in.size());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (belongs_to(in[i], L.get())) {
+        node->in[i] = in[i].impl()->inner;
+        node->next[i] = in[i].impl()->node;
+      } else {
+        node->in[i] = in[i];
+      }
+    }
+    tensor out = dispatch<Op>(node->in, a);
+    if (!is_floating(out.dtype())) return out;
     node->out = out;
     node->attrs = a;
     return wrap_grad(out, L, std::move(node));
@@ -93,7 +114,7 @@ tensor grad_rule(const layer_ptr& L, std::span<const tensor> in, const typename 
 
 template <class Op>
 tensor jvp_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
-  tensor_list primals(in.size()), tangents(in.size());
+  small_list<tensor, 4> primals(in.size()), tangents(in.size());
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (belongs_to(in[i], L.get())) {
       primals[i] = in[i].impl()->inner;
@@ -102,15 +123,15 @@ tensor jvp_rule(const layer_ptr& L, std::span<const tensor> in, const typename O
       primals[i] = in[i];
     }
   }
-  tensor out = dispatch<Op>(primals, a);
+  tensor out = dispatch<Op>(primals.span(), a);
   if constexpr (!differentiable_op<Op>) {
     return out;
   } else {
     if (!is_floating(out.dtype())) return out;
     bool any = false;
-    for (auto& t : tangents) any = any || t.defined();
+    for (const auto& t : tangents.span()) any = any || t.defined();
     if (!any) return out;
-    tensor tan = Op::jvp(primals, tangents, out, a);
+    tensor tan = Op::jvp(primals.span(), tangents.span(), out, a);
     if (!tan.defined()) return out;
     return wrap_dual(out, tan, L);
   }
@@ -118,19 +139,20 @@ tensor jvp_rule(const layer_ptr& L, std::span<const tensor> in, const typename O
 
 template <class Op>
 tensor vmap_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
-  tensor_list values(in.size());
-  std::vector<std::int64_t> bdims(in.size(), no_bdim);
+  small_list<tensor, 4> values(in.size());
+  small_list<std::int64_t, 4> bdims(in.size());
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (belongs_to(in[i], L.get())) {
       values[i] = in[i].impl()->inner;
       bdims[i] = in[i].impl()->bdim;
     } else {
       values[i] = in[i];
+      bdims[i] = no_bdim;
     }
   }
   batched r = [&] {
-    if constexpr (batchable_op<Op>) return Op::batch(values, bdims, L->batch_size, a);
-    else return batch_fallback<Op>(values, bdims, L->batch_size, a);
+    if constexpr (batchable_op<Op>) return Op::batch(values.span(), bdims.span(), L->batch_size, a);
+    else return batch_fallback<Op>(values.span(), bdims.span(), L->batch_size, a);
   }();
   if (r.bdim == no_bdim) return r.value;
   return wrap_batched(r.value, r.bdim, L);
@@ -164,7 +186,8 @@ tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
   }
   const layer_ptr* top = top_layer_of(in);
   if (!top) return Op::kernel(in, a);
-  layer_ptr L = *top;  // keep the layer alive while its rule runs
+  // The arguments (held by the caller for the whole call) keep this layer alive.
+  const layer_ptr& L = *top;
   switch (L->kind) {
     case transform_kind::grad: return grad_rule<Op>(L, in, a);
     case transform_kind::jvp: return jvp_rule<Op>(L, in, a);
@@ -177,8 +200,12 @@ tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
 /// Convenience: dispatch with tensors given inline.
 template <class Op, class... T>
 tensor call(const typename Op::attrs& a, const T&... ts) {
-  const tensor arr[] = {ts...};
-  return dispatch<Op>(std::span<const tensor>(arr, sizeof...(T)), a);
+  if constexpr (sizeof...(T) == 1 && (std::is_same_v<T, tensor> && ...)) {
+    return dispatch<Op>(std::span<const tensor>(&ts..., 1), a);  // no copy of a lone argument
+  } else {
+    const tensor arr[] = {ts...};
+    return dispatch<Op>(std::span<const tensor>(arr, sizeof...(T)), a);
+  }
 }
 
 }  // namespace detail
