@@ -132,6 +132,19 @@ TEST_CASE("reduction: amax gradient is shared among ties", "[ops][reduction]") {
   CHECK(xf::allclose(g, xf::tensor{{0.0, 0.5, 0.5}, {1.0, 0.0, 0.0}}));
 }
 
+TEST_CASE("reduction: norm has zero derivative at zero (as torch)", "[ops][reduction]") {
+  const xf::tensor z = xf::zeros({2, 3}, xf::f64);
+  auto g = xf::grad([](const xf::tensor& t) { return xf::norm(t); })(z);
+  CHECK(xf::equal(g, xf::zeros({2, 3}, xf::f64)));
+  auto [out, tan] = xf::jvp([](const xf::tensor& t) { return xf::norm(t); }, z, xf::ones({2, 3}, xf::f64));
+  CHECK(out.item<double>() == 0.0);
+  CHECK(tan.item<double>() == 0.0);
+  auto gb = xf::vmap(xf::grad([](const xf::tensor& t) { return xf::norm(t); }))(xf::stack({z, sample({2, 3})}, 0));
+  CHECK(xf::equal(gb.select(0, 0), z));
+  CHECK(xf::allclose(gb.select(0, 1), sample({2, 3}) / xf::norm(sample({2, 3}))));
+  CHECK(xf::norm(sample({2, 3}).to(xf::f32)).dtype() == xf::f32);
+}
+
 TEST_CASE("reduction: errors", "[ops][reduction]") {
   const xf::tensor x = sample({2, 3});
   CHECK_THROWS_WITH(xf::sum(x, {2}), Catch::Contains("out of range"));

@@ -194,6 +194,39 @@ struct prod_op {
   }
 };
 
+/// 2-norm over `dims` (norm() uses every dim). A primitive rather than sqrt(sum(square(x))) so
+/// that the gradient at x == 0 is 0, as torch's (the composite gives 0 * inf = NaN there): the
+/// derivative x / |x| is computed with the denominator replaced by 1 where |x| == 0, where x is
+/// itself all zeros. Written with xfunc ops, so it is differentiable again and batchable.
+struct norm_op {
+  static constexpr const char* name = "xf::norm";
+  using attrs = reduce_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const dtype dt = promote_with_double(in[0].dtype());
+    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, [](const auto* p, std::int64_t m) {
+      double s = 0;
+      for (std::int64_t i = 0; i < m; ++i) s += static_cast<double>(p[i]) * static_cast<double>(p[i]);
+      return std::sqrt(s);
+    });
+  }
+  /// d|x|/dx = x / |x|, and 0 where |x| == 0.
+  static tensor direction(const tensor& x, const tensor& out, const attrs& a) {
+    tensor n = unsqueeze_reduced(out, a.dims, a.keepdim);
+    tensor safe = where(n == 0.0, ones_like(n), n);
+    return x / safe;
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs& a) {
+    return {unsqueeze_reduced(g, a.dims, a.keepdim) * direction(in[0], out, a)};
+  }
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs& a) {
+    return sum(t[0] * direction(in[0], out, a), a.dims, a.keepdim);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return reduce_batch<norm_op>(in, bdims, a);
+  }
+};
+
 /// dims for a full or partial reduction: empty means every dim; a 0-d tensor has none.
 inline dims_t reduction_dims(const tensor& t, const dims_t& dims) {
   if (t.dim() == 0) {
@@ -251,6 +284,6 @@ inline tensor var(const tensor& t, const dims_t& dims, std::int64_t correction, 
   tensor centered = t - mean(t, nd, true);
   return sum(square(centered), nd, keepdim) / std::max(n - static_cast<double>(correction), 0.0);
 }
-inline tensor norm(const tensor& t) { return sqrt(sum(square(t))); }
+inline tensor norm(const tensor& t) { return detail::call<detail::norm_op>({detail::reduction_dims(t, {}), false}, t); }
 
 }  // namespace xfunc
