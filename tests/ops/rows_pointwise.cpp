@@ -187,6 +187,26 @@ TEST_CASE("pointwise: dtype promotion follows torch", "[ops][pointwise]") {
     CHECK(xf::pow(ai, 2.0).dtype() == xf::f32);
     CHECK(xf::allclose(ai * 2.5, xf::tensor{2.5f, 5.0f}));
   }
+  SECTION("a 0-d tensor does not widen a tensor with dimensions of its category (torch)") {
+    const xf::tensor s64 = xf::scalar(2.0), s32 = xf::scalar(2.0f);
+    CHECK((a32 * s64).dtype() == xf::f32);
+    CHECK((s64 + a32).dtype() == xf::f32);
+    CHECK(xf::pow(a32, s64).dtype() == xf::f32);
+    CHECK(xf::maximum(s64, a32).dtype() == xf::f32);
+    CHECK(xf::where(ab, a32, s64).dtype() == xf::f32);
+    CHECK(xf::allclose(a32 * s64, xf::tensor{2.0f, 4.0f}));
+    CHECK((a64 * s32).dtype() == xf::f64);       // the tensor with dimensions is already wider
+    CHECK((s64 * s32).dtype() == xf::f64);       // both 0-d: ordinary promotion
+    CHECK((ai * s64).dtype() == xf::f64);        // a higher category still wins
+    CHECK((xf::scalar(true) + ai).dtype() == xf::i64);
+    // the 0-d float64 operand gets a float64 gradient, under vmap too
+    auto g = xf::grad([&](const xf::tensor& s) { return xf::sum(a32 * s).to(xf::f64); })(s64);
+    CHECK(g.dtype() == xf::f64);
+    CHECK(g.item<double>() == Approx(3.0));
+    auto v = xf::vmap([&](const xf::tensor& s) { return a32 * s; })(xf::tensor{1.0, 2.0});
+    CHECK(v.dtype() == xf::f32);
+    CHECK(xf::allclose(v, xf::tensor{{1.0f, 2.0f}, {2.0f, 4.0f}}));
+  }
   SECTION("integer arithmetic stays integer; division and math ops give floats") {
     CHECK((ai + ai).dtype() == xf::i64);
     CHECK((ai * ai).dtype() == xf::i64);

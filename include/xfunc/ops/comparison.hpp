@@ -81,7 +81,9 @@ inline tensor compare_scalar(double v, const tensor& t) {
 }  // namespace detail
 
 #define XFUNC_COMPARE(fname, op)                                                                            \
-  inline tensor fname(const tensor& a, const tensor& b) { return detail::call<detail::op>({}, a, b); }      \
+  inline tensor fname(const tensor& a, const tensor& b) {                                                   \
+    return detail::call<detail::op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));     \
+  }                                                                                                         \
   inline tensor fname(const tensor& a, double b) { return fname(a, detail::compare_scalar(b, a)); }
 XFUNC_COMPARE(eq, eq_op)
 XFUNC_COMPARE(ne, ne_op)

@@ -381,6 +381,18 @@ struct where_op {
   }
 };
 
+// NOTE: [Zero-dim operands in type promotion]
+// As in torch, a 0-d tensor next to a tensor with dimensions does not widen it within the same
+// category: f32 [n] * f64 0-d is f32 (a 0-d tensor of a higher category still wins: i64 [n] *
+// f64 0-d is f64, as promote() gives). Among xfunc's dtypes the only case where this differs from
+// promote() is a float32 tensor with dimensions next to a 0-d float64 one; the 0-d operand is
+// cast (differentiably: its gradient comes back as float64) before the op is dispatched. This
+// happens on the logical tensors, before any transform layer, so vmap and a loop agree.
+inline tensor zero_dim_operand(const tensor& z, const tensor& other) {
+  return z.dim() == 0 && other.dim() > 0 && z.dtype() == dtype::float64 && other.dtype() == dtype::float32
+             ? z.to(dtype::float32)
+             : z;
+}
 }  // namespace detail
 
 #define XFUNC_UNARY(fname, op) \
@@ -406,7 +418,9 @@ XFUNC_UNARY(erf, erf_op)
 #undef XFUNC_UNARY
 
 #define XFUNC_BINARY(fname, op)                                                                          \
-  inline tensor fname(const tensor& a, const tensor& b) { return detail::call<detail::op>({}, a, b); }   \
+  inline tensor fname(const tensor& a, const tensor& b) {                                                \
+    return detail::call<detail::op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));  \
+  }                                                                                                      \
   inline tensor fname(const tensor& a, double b) { return fname(a, detail::scalar_like(b, a)); }        \
   inline tensor fname(double a, const tensor& b) { return fname(detail::scalar_like(a, b), b); }
 XFUNC_BINARY(add, add_op)
@@ -415,14 +429,22 @@ XFUNC_BINARY(mul, mul_op)
 XFUNC_BINARY(div, div_op)
 #undef XFUNC_BINARY
 
-inline tensor pow(const tensor& a, const tensor& b) { return detail::call<detail::pow_op>({}, a, b); }
+inline tensor pow(const tensor& a, const tensor& b) {
+  return detail::call<detail::pow_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
+}
 inline tensor pow(const tensor& a, double b) { return detail::call<detail::pow_scalar_op>({b}, a); }
 inline tensor pow(double a, const tensor& b) { return pow(detail::scalar_like(a, b), b); }
-inline tensor maximum(const tensor& a, const tensor& b) { return detail::call<detail::maximum_op>({}, a, b); }
-inline tensor minimum(const tensor& a, const tensor& b) { return detail::call<detail::minimum_op>({}, a, b); }
-inline tensor atan2(const tensor& a, const tensor& b) { return detail::call<detail::atan2_op>({}, a, b); }
+inline tensor maximum(const tensor& a, const tensor& b) {
+  return detail::call<detail::maximum_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
+}
+inline tensor minimum(const tensor& a, const tensor& b) {
+  return detail::call<detail::minimum_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
+}
+inline tensor atan2(const tensor& a, const tensor& b) {
+  return detail::call<detail::atan2_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
+}
 inline tensor where(const tensor& cond, const tensor& a, const tensor& b) {
-  return detail::call<detail::where_op>({}, cond, a, b);
+  return detail::call<detail::where_op>({}, cond, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
 }
 inline tensor clamp(const tensor& t, double lo, double hi) {
   if (lo > hi) detail::fail("xf::clamp: lo (", lo, ") must not exceed hi (", hi, ")");
