@@ -18,10 +18,12 @@
 #include <xfunc/ops/pointwise.hpp>
 #include <xfunc/ops/reduction.hpp>
 #include <xfunc/ops/view.hpp>
+#include <xfunc/transforms/functionalize.hpp>
 #include <xfunc/transforms/grad.hpp>
 #include <xfunc/transforms/jacobian.hpp>
 #include <xfunc/transforms/jvp.hpp>
 #include <xfunc/transforms/linearize.hpp>
+#include <xfunc/transforms/make_fx.hpp>
 #include <xfunc/transforms/options.hpp>
 #include <xfunc/transforms/transformed.hpp>
 #include <xfunc/transforms/vjp.hpp>

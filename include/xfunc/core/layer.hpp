@@ -30,7 +30,8 @@ struct layer {
   // vmap layers
   std::int64_t batch_size = 0;
   xfunc::randomness rand = xfunc::randomness::error;
-  // functionalize layers (issue: mutation); grad layers record nodes on their own wrappers.
+  // functionalize layers: whether view ops give copies (remove::mutations_and_views)
+  bool remove_views = false;
 };
 
 inline std::uint64_t next_level() {

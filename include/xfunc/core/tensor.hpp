@@ -124,7 +124,9 @@ struct storage {
   std::size_t rounded() const { return (nbytes + 63) / 64 * 64; }
 };
 
-enum class impl_kind : std::uint8_t { dense, grad, dual, batched };
+enum class impl_kind : std::uint8_t { dense, grad, dual, batched, functional };
+
+struct view_info;
 }  // namespace detail
 
 template <class T>
@@ -227,6 +229,9 @@ struct tensor_impl {
   tensor tangent;                    // dual: tangent (undefined = zero)
   std::int64_t bdim = 0;             // batched: physical batch dim of `inner`
   std::shared_ptr<grad_node> node;   // grad: the node that produced it (or its leaf)
+  // grad, dual and functional wrappers: mutation tracking (see NOTE: [Mutation under transforms])
+  std::uint64_t version = 0;         // bumped by every in-place write into this wrapper
+  std::shared_ptr<view_info> view;   // set when this wrapper is a view of another wrapper
 
   bool is_dense() const { return kind == impl_kind::dense; }
   template <class T>

@@ -16,6 +16,7 @@ namespace detail {
 inline const tensor& concrete_value(const tensor& t, const char* what) {
   const tensor* p = &t;
   while (!p->impl()->is_dense()) {
+    refresh_view(*p);
     if (p->impl()->kind == impl_kind::batched && p->impl()->owner->alive)
       fail("xf: ", what, " of a batched tensor inside vmap is data-dependent: each example has its own value. "
            "Express the computation with tensor ops (e.g. xf::where instead of a branch), or move it out of vmap");
@@ -150,6 +151,9 @@ inline std::ostream& operator<<(std::ostream& os, const tensor& t) {
       return os << "dual(level=" << p.owner->level << ", primal=" << p.inner << ", tangent=" << p.tangent << ')';
     case detail::impl_kind::batched:
       return os << "batched(level=" << p.owner->level << ", bdim=" << p.bdim << ", value=" << p.inner << ')';
+    case detail::impl_kind::functional:
+      detail::refresh_view(t);
+      return os << "functional(level=" << p.owner->level << ", value=" << p.inner << ')';
   }
   return os;
 }

@@ -9,6 +9,7 @@
 
 #include <xfunc/dispatch/autograd_graph.hpp>
 #include <xfunc/dispatch/layer_stack.hpp>
+#include <xfunc/dispatch/trace.hpp>
 #include <xfunc/dispatch/wrappers.hpp>
 
 namespace xfunc {
@@ -30,9 +31,40 @@ namespace detail {
 struct no_attrs {};
 
 template <class Op>
+tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a);
+
+template <class Op>
 concept differentiable_op = requires { &Op::vjp; &Op::jvp; };
 template <class Op>
 concept batchable_op = requires { &Op::batch; };
+/// View ops say so (`static constexpr bool is_view = true`); `view_writable = false` marks views
+/// whose elements can share memory (expand), which in-place ops must not write through.
+template <class Op>
+constexpr bool is_view_op() {
+  if constexpr (requires { Op::is_view; }) return Op::is_view;
+  else return false;
+}
+template <class Op>
+constexpr bool is_writable_view_op() {
+  if constexpr (requires { Op::view_writable; }) return Op::view_writable;
+  else return true;
+}
+
+/// Records on `out` (a wrapper of the same layer as `self`) that it is a view of self's base.
+template <class Op>
+void track_view(const tensor& out, const tensor& self, const typename Op::attrs& a) {
+  const tensor_impl* s = self.impl();
+  auto v = std::make_shared<view_info>();
+  v->base = s->view ? s->view->base : self.impl_ptr();
+  auto prev = s->view ? s->view->replay : std::function<tensor(const tensor&)>{};
+  v->replay = [prev, a](const tensor& base) {
+    tensor t = prev ? prev(base) : base;
+    return dispatch<Op>(std::span<const tensor>(&t, 1), a);
+  };
+  v->writable = (!s->view || s->view->writable) && is_writable_view_op<Op>();
+  v->base_version = v->base->version;
+  out.impl()->view = std::move(v);
+}
 
 template <class Op>
 tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a);
@@ -88,7 +120,10 @@ template <class Op>
 tensor grad_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
   if constexpr (!differentiable_op<Op>) {
     small_list<tensor, 4> primals(in.size());
-    for (std::size_t i = 0; i < in.size(); ++i) primals[i] = belongs_to(in[i], L.get()) ? in[i].impl()->inner : in[i];
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (belongs_to(in[i], L.get())) refresh_view(in[i]);
+      primals[i] = belongs_to(in[i], L.get()) ? in[i].impl()->inner : in[i];
+    }
     return dispatch<Op>(primals.span(), a);
   } else {
     // The node is made first and the unwrapped arguments go straight into it (one allocation
@@ -98,6 +133,7 @@ tensor grad_rule(const layer_ptr& L, std::span<const tensor> in, const typename 
     node->next.resize(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) {
       if (belongs_to(in[i], L.get())) {
+        refresh_view(in[i]);
         node->in[i] = in[i].impl()->inner;
         node->next[i] = in[i].impl()->node;
       } else {
@@ -108,7 +144,10 @@ tensor grad_rule(const layer_ptr& L, std::span<const tensor> in, const typename 
     if (!is_floating(out.dtype())) return out;
     node->out = out;
     node->attrs = a;
-    return wrap_grad(out, L, std::move(node));
+    tensor w = wrap_grad(out, L, std::move(node));
+    if constexpr (is_view_op<Op>())
+      if (belongs_to(in[0], L.get())) track_view<Op>(w, in[0], a);
+    return w;
   }
 }
 
@@ -117,6 +156,7 @@ tensor jvp_rule(const layer_ptr& L, std::span<const tensor> in, const typename O
   small_list<tensor, 4> primals(in.size()), tangents(in.size());
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (belongs_to(in[i], L.get())) {
+      refresh_view(in[i]);
       primals[i] = in[i].impl()->inner;
       tangents[i] = in[i].impl()->tangent;
     } else {
@@ -132,8 +172,11 @@ tensor jvp_rule(const layer_ptr& L, std::span<const tensor> in, const typename O
     for (const auto& t : tangents.span()) any = any || t.defined();
     if (!any) return out;
     tensor tan = Op::jvp(primals.span(), tangents.span(), out, a);
-    if (!tan.defined()) return out;
-    return wrap_dual(out, tan, L);
+    if (!tan.defined() && !is_view_op<Op>()) return out;
+    tensor w = wrap_dual(out, tan, L);
+    if constexpr (is_view_op<Op>())
+      if (belongs_to(in[0], L.get())) track_view<Op>(w, in[0], a);
+    return w;
   }
 }
 
@@ -156,6 +199,26 @@ tensor vmap_rule(const layer_ptr& L, std::span<const tensor> in, const typename 
   }();
   if (r.bdim == no_bdim) return r.value;
   return wrap_batched(r.value, r.bdim, L);
+}
+
+/// functionalize: ops run on the unwrapped values and their results are wrapped again, so
+/// that in-place ops on them can be turned into rebinding (NOTE: [Mutation under transforms]).
+template <class Op>
+tensor functional_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
+  small_list<tensor, 4> values(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (belongs_to(in[i], L.get())) refresh_view(in[i]);
+    values[i] = belongs_to(in[i], L.get()) ? in[i].impl()->inner : in[i];
+  }
+  tensor out = dispatch<Op>(values.span(), a);
+  if constexpr (is_view_op<Op>()) {
+    if (L->remove_views) out = out.clone();  // remove::mutations_and_views: views become copies
+    tensor w = wrap_functional(out, L);
+    if (belongs_to(in[0], L.get())) track_view<Op>(w, in[0], a);
+    return w;
+  } else {
+    return wrap_functional(out, L);
+  }
 }
 
 /// The highest live layer among the arguments' wrappers (null if all are plain).
@@ -185,16 +248,19 @@ tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
     return dispatch<Op>(stripped, a);
   }
   const layer_ptr* top = top_layer_of(in);
-  if (!top) return Op::kernel(in, a);
+  if (!top) {
+    if (tls_trace) return tls_trace->record<Op>(in, a);
+    return Op::kernel(in, a);
+  }
   // The arguments (held by the caller for the whole call) keep this layer alive.
   const layer_ptr& L = *top;
   switch (L->kind) {
     case transform_kind::grad: return grad_rule<Op>(L, in, a);
     case transform_kind::jvp: return jvp_rule<Op>(L, in, a);
     case transform_kind::vmap: return vmap_rule<Op>(L, in, a);
-    case transform_kind::functionalize: break;
+    case transform_kind::functionalize: return functional_rule<Op>(L, in, a);
   }
-  fail("xf: ", Op::name, ": functionalize layers are not supported yet");
+  fail("xf: ", Op::name, ": unknown layer kind");
 }
 
 /// Convenience: dispatch with tensors given inline.

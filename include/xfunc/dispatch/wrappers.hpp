@@ -1,6 +1,7 @@
 #pragma once
 // Making and taking apart transform wrappers: grad-tracking (value + node), dual (primal +
 // tangent) and batched (value + batch dim).
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -47,6 +48,55 @@ inline tensor wrap_batched(const tensor& value, std::int64_t bdim, const layer_p
   w.impl()->shape.erase(static_cast<std::size_t>(bdim));
   w.impl()->bdim = bdim;
   return w;
+}
+
+inline tensor wrap_functional(const tensor& value, const layer_ptr& owner) {
+  return make_wrapper(impl_kind::functional, value, owner);
+}
+
+// NOTE: [Mutation under transforms]
+// grad, jvp and functionalize wrappers are mutated by rebinding: an in-place op computes its
+// out-of-place result at the wrapper's layer and the wrapper takes that result's parts (value,
+// node or tangent), so every handle to it sees the new value while the tensors saved by earlier
+// nodes stay intact. A view made at such a layer remembers its base wrapper and how to
+// regenerate itself from it; writing into the view writes the base (its new value is the old
+// one with the view's region replaced, computed with the view's own vjp, which embeds a view
+// back into its base), and every view of that base regenerates itself lazily when its recorded
+// base version is out of date. vmap wrappers are mutated physically instead: the op is applied
+// in place to the batched value (a view with the batch dim in front), so the write reaches the
+// caller's tensors and the views that share its storage, one layer down.
+struct view_info {
+  std::shared_ptr<tensor_impl> base;             // the root wrapper this view reads from
+  std::function<tensor(const tensor&)> replay;   // regenerates the view from the base
+  std::uint64_t base_version = 0;                // base->version when last regenerated
+  bool writable = true;                          // false below an expand (shared elements)
+};
+
+/// Gives wrapper p (of layer `owner`) the value r: r's parts when r belongs to the same layer,
+/// else r itself as a value with no derivative at this layer.
+inline void assign_wrapper_value(tensor_impl* p, const tensor& r) {
+  if (r.impl() == p) return;
+  const tensor_impl* q = r.impl();
+  if (q && !q->is_dense() && q->owner == p->owner) {
+    p->inner = q->inner;
+    p->node = q->node;
+    p->tangent = q->tangent;
+  } else {
+    p->inner = r;
+    p->node = nullptr;
+    p->tangent = tensor();
+  }
+}
+
+/// Regenerates a view wrapper whose base was written since (see NOTE: [Mutation under transforms]).
+inline void refresh_view(const tensor& t) {
+  tensor_impl* p = t.impl();
+  if (!p || !p->view || !p->owner || !p->owner->alive) return;
+  view_info& v = *p->view;
+  if (v.base_version == v.base->version) return;
+  tensor fresh = v.replay(tensor(v.base));
+  assign_wrapper_value(p, fresh);
+  v.base_version = v.base->version;
 }
 
 inline bool is_dead_wrapper(const tensor_impl* p) { return p && !p->is_dense() && !p->owner->alive; }

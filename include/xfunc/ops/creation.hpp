@@ -7,6 +7,7 @@
 
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/dispatch/layer_stack.hpp>
+#include <xfunc/dispatch/trace.hpp>
 #include <xfunc/rules/common.hpp>
 
 namespace xfunc {
@@ -16,6 +17,8 @@ inline tensor filled(const shape_t& shape, double v, dtype dt, device dev) {
   for (auto e : shape)
     if (e < 0) fail("xf: negative size ", e, " in shape ", shape);
   tensor t = empty_dense(shape, dt, dev);
+  if (dev == meta && tls_trace)  // traced (make_fx): the replay makes the values
+    return tls_trace->record_factory("xf::full", t, [shape, v, dt] { return filled(shape, v, dt, cpu); });
   if (dev == cpu)
     visit_dtype(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -55,6 +58,8 @@ tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* nam
   shape_t full_shape = shape;
   for (auto it = per_example.rbegin(); it != per_example.rend(); ++it) full_shape.insert(0, (*it)->batch_size);
   tensor t = empty_dense(full_shape, dt, dev);
+  if (dev == meta && tls_trace)
+    t = tls_trace->record_factory(name, t, [full_shape, dt] { return random_tensor<Dist>(full_shape, dt, cpu, ""); });
   if (dev == cpu) {
     std::lock_guard<std::mutex> lock(rng().mu);
     Dist dist;
@@ -82,6 +87,9 @@ inline tensor full(const shape_t& shape, double value, dtype dt, device dev) {
 }
 inline tensor eye(std::int64_t n, dtype dt, device dev) {
   if (n < 0) detail::fail("xf::eye: n must be non-negative, got ", n);
+  if (dev == meta && detail::tls_trace)
+    return detail::tls_trace->record_factory("xf::eye", detail::empty_dense({n, n}, dt, meta),
+                                             [n, dt] { return eye(n, dt, cpu); });
   tensor t = zeros({n, n}, dt, dev);
   if (dev == cpu)
     detail::visit_dtype(dt, [&](auto tag) {

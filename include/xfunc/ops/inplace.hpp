@@ -1,29 +1,21 @@
 #pragma once
 // In-place ops. On plain tensors (and views of them) they compute the out-of-place result and
 // write it through the destination's strides, so views write through to their base. Under
-// transforms, mutating a tensor that the transform does not own throws ("captured" for grad,
-// vjp and jvp; "in-place" for vmap); mutating a transform's own wrappers is not supported yet
-// and throws rather than computing a wrong derivative.
+// transforms they follow NOTE: [Mutation under transforms] (dispatch/wrappers.hpp): vmap
+// mutates the batched value physically, grad / jvp / functionalize rebind the wrapper (through
+// its base when it is a view). Mutating a tensor that the innermost transform involved does not
+// own throws: "in-place" under vmap (a batched value into an unbatched tensor), "captured" under
+// grad, vjp, jvp and functionalize.
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/ops/pointwise.hpp>
+#include <xfunc/transforms/vjp.hpp>
 
 namespace xfunc {
 namespace detail {
 
-inline void check_inplace(const tensor& self, std::span<const tensor> others, const char* name) {
-  tensor s = strip_dead(self);
-  if (!s.impl()->is_dense())
-    fail(name, ": in-place operations on tensors produced inside a transform are not supported yet; "
-         "use the out-of-place form (for example y = x + z instead of x.add_(z))");
-  const layer_ptr* top = top_layer_of(others);
-  if (!top || !(*top)->alive) return;
-  if ((*top)->kind == transform_kind::vmap)
-    fail(name, ": in-place operation would write a batched value into an unbatched tensor under vmap; "
-         "make the destination batched too (for example create it from a batched input) or use the "
-         "out-of-place form");
-  fail(name, ": in-place operation would mutate a tensor captured from outside the transform (grad, "
-       "vjp or jvp); mutating captured tensors is not allowed, use the out-of-place form");
-}
+/// The out-of-place computation of an in-place op: self and the other tensor arguments in,
+/// the new value of self out.
+using inplace_fn = std::function<tensor(const tensor& self, std::span<const tensor> others)>;
 
 /// Writes r (broadcastable to self's shape) through self's strides, converting the dtype.
 inline void write_through(const tensor& self, const tensor& r, const char* name) {
@@ -32,7 +24,11 @@ inline void write_through(const tensor& self, const tensor& r, const char* name)
     fail(name, ": the result has shape ", r.shape(), " which does not fit the destination's shape ", d.shape);
   if (is_floating(r.dtype()) && !is_floating(d.dt))
     fail(name, ": a ", r.dtype(), " result cannot be written into a ", d.dt, " tensor in place; convert first");
+  for (std::size_t i = 0; i < d.shape.size(); ++i)
+    if (d.strides[i] == 0 && d.shape[i] > 1)
+      fail(name, ": in-place write into an expanded tensor, whose elements share memory; clone() it first");
   if (d.dev == meta) return;
+  if (r.device() == meta) fail(name, ": cannot write a meta (shape-only) value into a tensor with data");
   tensor src = backend::materialize(r, d.shape, d.dt);
   visit_dtype(d.dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -42,49 +38,152 @@ inline void write_through(const tensor& self, const tensor& r, const char* name)
   });
 }
 
-template <class F>
-tensor& apply_inplace(tensor& self, std::initializer_list<tensor> others, const char* name, F&& compute) {
-  check_inplace(self, std::span<const tensor>(others.begin(), others.size()), name);
+/// The new value r of wrapper s, checked and cast to s's shape and dtype.
+inline tensor fit_result(const tensor& s, tensor r, const char* name) {
+  if (!(broadcast_shapes(s.shape(), r.shape()) == s.shape()))
+    fail(name, ": the result has shape ", r.shape(), " which does not fit the destination's shape ", s.shape());
+  if (is_floating(r.dtype()) && !is_floating(s.dtype()))
+    fail(name, ": a ", r.dtype(), " result cannot be written into a ", s.dtype(), " tensor in place; convert first");
+  if (r.dtype() != s.dtype()) r = r.to(s.dtype());
+  if (!(r.shape() == s.shape())) r = r.expand(s.shape());
+  return r;
+}
+
+/// V^T(r) and the mask of the elements a view V of `base` covers, computed with the vjp of the
+/// view's replay (views are linear, so their vjp embeds a value back into the base's shape).
+inline std::pair<tensor, tensor> embed_into_base(const view_info& v, const tensor& base, const tensor& r) {
+  const bool floating = is_floating(base.dtype());
+  tensor b = floating ? base : base.to(f64);
+  auto replay = [&](const tensor& x) { return v.replay(floating ? x : x.to(base.dtype())).to(b.dtype()); };
+  auto [val, pullback] = xfunc::vjp(replay, b);
+  tensor embedded = std::get<0>(pullback(r.to(b.dtype())));
+  tensor covered = std::get<0>(pullback(ones_like(val))) != 0.0;
+  return {floating ? embedded : embedded.to(base.dtype()), covered};
+}
+
+/// Gives wrapper s (of a grad, jvp or functionalize layer) the new value r.
+inline void commit(const tensor& s, const tensor& r, const char* name) {
+  tensor_impl* p = s.impl();
+  if (!p->view) {
+    assign_wrapper_value(p, r);
+    ++p->version;
+    return;
+  }
+  view_info& v = *p->view;
+  if (!v.writable)
+    fail(name, ": in-place write into a view whose elements share memory (an expand); clone() it first");
+  tensor base(v.base);
+  refresh_view(s);
+  auto [embedded, covered] = embed_into_base(v, base, r);
+  assign_wrapper_value(v.base.get(), where(covered, embedded, base));
+  ++v.base->version;
+  refresh_view(s);
+}
+
+inline tensor& apply_inplace(tensor& self, std::vector<tensor> others, const char* name, const inplace_fn& compute) {
   tensor s = strip_dead(self);
-  write_through(s, compute(s), name);
+  for (auto& o : others) o = strip_dead(o);
+  std::vector<tensor> all{s};
+  all.insert(all.end(), others.begin(), others.end());
+  const layer_ptr* top = top_layer_of(all);
+  if (!top) {
+    if (trace_state* tr = tls_trace) {  // record one in-place node, not the ops it is made of
+      trace_scope pause(nullptr);
+      tensor r = compute(s, others);
+      // a traced (meta) value cannot be written into a real constant; the replay will do it
+      if (!(r.device() == meta && s.device() != meta)) write_through(s, r, name);
+      tr->record_inplace(name, s, others, [compute, name](std::span<const tensor> xs) {
+        write_through(xs[0], compute(xs[0], xs.subspan(1)), name);
+        return xs[0];
+      });
+      return self;
+    }
+    write_through(s, compute(s, others), name);
+    return self;
+  }
+  const layer_ptr L = *top;
+  if (!belongs_to(s, L.get())) {
+    if (L->kind == transform_kind::vmap)
+      fail(name, ": in-place operation would write a batched value into an unbatched tensor under vmap; "
+           "make the destination batched too (for example create it from a batched input, or write "
+           "x = x + y instead) or use the out-of-place form");
+    fail(name, ": in-place operation would mutate a tensor captured from outside the transform (grad, vjp, "
+         "jvp or functionalize); mutating captured tensors is not allowed, use the out-of-place form");
+  }
+  if (L->kind == transform_kind::vmap) {
+    // physically, on the batched value with its batch dim in front (a view: writes reach it)
+    tensor xv = bdim_to_front(s.impl()->inner, s.impl()->bdim);
+    std::vector<tensor> aligned;
+    for (const auto& o : others) {
+      if (!belongs_to(o, L.get())) {
+        aligned.push_back(o);
+        continue;
+      }
+      tensor ov = bdim_to_front(o.impl()->inner, o.impl()->bdim);
+      shape_t sh = ov.shape();
+      while (static_cast<std::int64_t>(sh.size()) < xv.dim()) sh.insert(1, 1);
+      aligned.push_back(ov.view(sh));
+    }
+    apply_inplace(xv, std::move(aligned), name, compute);
+    return self;
+  }
+  refresh_view(s);
+  commit(s, fit_result(s, compute(s, others), name), name);
   return self;
 }
 }  // namespace detail
 
 inline tensor& tensor::add_(const tensor& o) {
-  return detail::apply_inplace(*this, {o}, "xf::add_", [&](const tensor& s) { return add(s, o); });
+  return detail::apply_inplace(*this, {o}, "xf::add_", [](const tensor& s, std::span<const tensor> x) { return add(s, x[0]); });
 }
-inline tensor& tensor::add_(double v) { return detail::apply_inplace(*this, {}, "xf::add_", [&](const tensor& s) { return add(s, v); }); }
+inline tensor& tensor::add_(double v) {
+  return detail::apply_inplace(*this, {}, "xf::add_", [v](const tensor& s, std::span<const tensor>) { return add(s, v); });
+}
 inline tensor& tensor::sub_(const tensor& o) {
-  return detail::apply_inplace(*this, {o}, "xf::sub_", [&](const tensor& s) { return sub(s, o); });
+  return detail::apply_inplace(*this, {o}, "xf::sub_", [](const tensor& s, std::span<const tensor> x) { return sub(s, x[0]); });
 }
-inline tensor& tensor::sub_(double v) { return detail::apply_inplace(*this, {}, "xf::sub_", [&](const tensor& s) { return sub(s, v); }); }
+inline tensor& tensor::sub_(double v) {
+  return detail::apply_inplace(*this, {}, "xf::sub_", [v](const tensor& s, std::span<const tensor>) { return sub(s, v); });
+}
 inline tensor& tensor::mul_(const tensor& o) {
-  return detail::apply_inplace(*this, {o}, "xf::mul_", [&](const tensor& s) { return mul(s, o); });
+  return detail::apply_inplace(*this, {o}, "xf::mul_", [](const tensor& s, std::span<const tensor> x) { return mul(s, x[0]); });
 }
-inline tensor& tensor::mul_(double v) { return detail::apply_inplace(*this, {}, "xf::mul_", [&](const tensor& s) { return mul(s, v); }); }
+inline tensor& tensor::mul_(double v) {
+  return detail::apply_inplace(*this, {}, "xf::mul_", [v](const tensor& s, std::span<const tensor>) { return mul(s, v); });
+}
 inline tensor& tensor::div_(const tensor& o) {
-  return detail::apply_inplace(*this, {o}, "xf::div_", [&](const tensor& s) { return div(s, o); });
+  return detail::apply_inplace(*this, {o}, "xf::div_", [](const tensor& s, std::span<const tensor> x) { return div(s, x[0]); });
 }
-inline tensor& tensor::div_(double v) { return detail::apply_inplace(*this, {}, "xf::div_", [&](const tensor& s) { return div(s, v); }); }
+inline tensor& tensor::div_(double v) {
+  return detail::apply_inplace(*this, {}, "xf::div_", [v](const tensor& s, std::span<const tensor>) { return div(s, v); });
+}
 inline tensor& tensor::copy_(const tensor& src) {
-  return detail::apply_inplace(*this, {src}, "xf::copy_", [&](const tensor& s) {
-    if (is_floating(src.dtype()) && !is_floating(s.dtype())) return src;  // write_through reports it
-    return src.dtype() == s.dtype() ? src : src.to(s.dtype());
+  return detail::apply_inplace(*this, {src}, "xf::copy_", [](const tensor& s, std::span<const tensor> x) {
+    if (is_floating(x[0].dtype()) && !is_floating(s.dtype())) return x[0];  // reported by the write
+    return x[0].dtype() == s.dtype() ? x[0] : x[0].to(s.dtype());
   });
 }
 inline tensor& tensor::zero_() { return fill_(0.0); }
 inline tensor& tensor::fill_(double v) {
-  return detail::apply_inplace(*this, {}, "xf::fill_", [&](const tensor& s) {
+  return detail::apply_inplace(*this, {}, "xf::fill_", [v](const tensor& s, std::span<const tensor>) {
     return full({}, v, is_floating(s.dtype()) ? s.dtype() : s.dtype() == b8 ? b8 : i64);
   });
 }
-inline tensor& tensor::neg_() { return detail::apply_inplace(*this, {}, "xf::neg_", [](const tensor& s) { return neg(s); }); }
-inline tensor& tensor::exp_() { return detail::apply_inplace(*this, {}, "xf::exp_", [](const tensor& s) { return exp(s); }); }
-inline tensor& tensor::sin_() { return detail::apply_inplace(*this, {}, "xf::sin_", [](const tensor& s) { return sin(s); }); }
-inline tensor& tensor::cos_() { return detail::apply_inplace(*this, {}, "xf::cos_", [](const tensor& s) { return cos(s); }); }
+inline tensor& tensor::neg_() {
+  return detail::apply_inplace(*this, {}, "xf::neg_", [](const tensor& s, std::span<const tensor>) { return neg(s); });
+}
+inline tensor& tensor::exp_() {
+  return detail::apply_inplace(*this, {}, "xf::exp_", [](const tensor& s, std::span<const tensor>) { return exp(s); });
+}
+inline tensor& tensor::sin_() {
+  return detail::apply_inplace(*this, {}, "xf::sin_", [](const tensor& s, std::span<const tensor>) { return sin(s); });
+}
+inline tensor& tensor::cos_() {
+  return detail::apply_inplace(*this, {}, "xf::cos_", [](const tensor& s, std::span<const tensor>) { return cos(s); });
+}
 inline tensor& tensor::clamp_(double lo, double hi) {
-  return detail::apply_inplace(*this, {}, "xf::clamp_", [&](const tensor& s) { return clamp(s, lo, hi); });
+  return detail::apply_inplace(*this, {}, "xf::clamp_",
+                               [lo, hi](const tensor& s, std::span<const tensor>) { return clamp(s, lo, hi); });
 }
 
 }  // namespace xfunc

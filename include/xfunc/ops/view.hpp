@@ -86,6 +86,7 @@ inline bool view_strides(const shape_t& os, const shape_t& ost, const shape_t& n
 
 struct view_op {
   static constexpr const char* name = "xf::view";
+  static constexpr bool is_view = true;
   struct attrs {
     shape_t shape;  // fully inferred (no -1)
   };
@@ -118,6 +119,7 @@ struct view_op {
 
 struct permute_op {
   static constexpr const char* name = "xf::permute";
+  static constexpr bool is_view = true;
   struct attrs {
     dims_t dims;  // a permutation of 0..rank-1
   };
@@ -152,6 +154,8 @@ struct permute_op {
 
 struct expand_op {
   static constexpr const char* name = "xf::expand";
+  static constexpr bool is_view = true;
+  static constexpr bool view_writable = false;  // expanded elements share memory
   struct attrs {
     shape_t shape;  // no -1 entries
   };
@@ -209,6 +213,7 @@ inline tensor pad_slice_grad(const tensor& g, const shape_t& shape, std::int64_t
 
 struct narrow_op {
   static constexpr const char* name = "xf::narrow";
+  static constexpr bool is_view = true;
   struct attrs {
     std::int64_t dim, start, len;  // normalised
   };
@@ -233,6 +238,7 @@ struct narrow_op {
 
 struct select_op {
   static constexpr const char* name = "xf::select";
+  static constexpr bool is_view = true;
   struct attrs {
     std::int64_t dim, index;  // normalised
   };
@@ -258,6 +264,7 @@ struct select_op {
 /// diagonal over dims (d1, d2); the diagonal becomes the last dim (torch's convention).
 struct diagonal_op {
   static constexpr const char* name = "xf::diagonal";
+  static constexpr bool is_view = true;
   struct attrs {
     std::int64_t d1, d2;  // normalised, d1 != d2
   };

@@ -10,7 +10,11 @@
 namespace xfunc {
 namespace detail {
 
-inline tensor unwrap_at(const tensor& t, const layer* L) { return belongs_to(t, L) ? t.impl()->inner : t; }
+inline tensor unwrap_at(const tensor& t, const layer* L) {
+  if (!belongs_to(t, L)) return t;
+  refresh_view(t);
+  return t.impl()->inner;
+}
 
 /// Wraps every floating tensor leaf of v as a fresh input of grad layer L (a leaf node each).
 /// With `strict` (grad), a non-floating leaf is an error; otherwise (vjp) it is left untracked
@@ -85,6 +89,7 @@ auto grad_call(const F& f, const std::tuple<Opts...>& opts, const Args&... args)
     std::vector<std::shared_ptr<grad_node>> all;
     for (auto k : AN::value) all.insert(all.end(), leaves[k].begin(), leaves[k].end());
     tensor_list grads(all.size());
+    refresh_view(out);
     if (belongs_to(out, L.get()))
       grads = run_backward({out.impl()->node}, {ones({}, out.dtype())}, all);
     std::size_t next = 0;

@@ -33,6 +33,7 @@ auto jvp_call(const F& f, const P& primals_in, const T& tangents_in) {
   }();
   auto primal_out = tree_map(out, [&](const tensor& t) { return unwrap_at(t, L.get()); });
   auto tangent_out = tree_map(out, [&](const tensor& t) {
+    refresh_view(t);
     if (belongs_to(t, L.get())) {
       const tensor& tan = t.impl()->tangent;
       return tan.defined() ? tan : zeros_like(t.impl()->inner);

@@ -45,6 +45,7 @@ auto linearize_call(const F& f, const Ps&... primals) {
   using Out = decltype(out);
   linearized<Out, Ps...> lin;
   tree_for_each(out, [&](const tensor& t) {
+    refresh_view(t);
     lin.roots.push_back(belongs_to(t, L.get()) ? t.impl()->node : nullptr);
     lin.out_values.push_back(unwrap_at(t, L.get()));
   });

@@ -53,6 +53,7 @@ auto vjp_call(const F& f, const Ps&... primals) {
   using Out = std::remove_cvref_t<decltype(out)>;
   vjp_pullback<Out, Ps...> pb;
   tree_for_each(out, [&](const tensor& t) {
+    refresh_view(t);
     pb.roots.push_back(belongs_to(t, L.get()) ? t.impl()->node : nullptr);
     pb.out_shapes.push_back(t.shape());
   });
