@@ -56,8 +56,8 @@ struct bmm_op {
     dtype dt = promote(a.dtype(), b.dtype());
     if (dt == dtype::boolean) dt = dtype::int64;
     if (a.device() == meta || b.device() == meta) return backend::meta_like({P, n, m}, dt);
-    tensor out = zeros({P, n, m}, dt);
-    if (n == 0 || m == 0 || k == 0) return out;
+    if (n == 0 || m == 0 || k == 0) return zeros({P, n, m}, dt);
+    tensor out = empty_dense({P, n, m}, dt);  // every element is written by the GEMM (beta = 0)
     backend::numeric_types::visit(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       auto prepare = [&](const tensor& x, std::int64_t r, std::int64_t c, bool& tr, std::int64_t& ld) {
