@@ -161,3 +161,14 @@ TEST_CASE("layers::depth counts active transforms", "[layers]") {
   CHECK(seen == 3);
   CHECK(xf::layers::depth() == 0);
 }
+
+TEST_CASE("an escaped tensor prints as its value", "[grad][escape]") {
+  xf::tensor e;
+  (void)xf::grad([&](const xf::tensor& x) {
+    e = x * 2.0;
+    return xf::sum(e);
+  })(xf::tensor{1.0});
+  std::ostringstream os;
+  os << e;
+  CHECK(os.str().rfind("tensor(2", 0) == 0);
+}

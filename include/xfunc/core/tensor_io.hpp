@@ -136,8 +136,9 @@ inline void print_values(std::ostream& os, const tensor& v) {
 }  // namespace detail
 
 /// Prints values, shape and dtype; a transform wrapper prints as such with its parts.
-inline std::ostream& operator<<(std::ostream& os, const tensor& t) {
-  if (!t.defined()) return os << "tensor(undefined)";
+inline std::ostream& operator<<(std::ostream& os, const tensor& maybe_escaped) {
+  if (!maybe_escaped.defined()) return os << "tensor(undefined)";
+  const tensor t = detail::strip_dead(maybe_escaped);  // an escaped tensor prints as its value
   const detail::tensor_impl& p = *t.impl();
   switch (p.kind) {
     case detail::impl_kind::dense:

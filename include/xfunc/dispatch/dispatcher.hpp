@@ -112,7 +112,19 @@ struct op_node final : grad_node {
   tensor_list in;
   tensor out;
   typename Op::attrs attrs;
-  tensor_list apply(const tensor& g) override { return Op::vjp(in, out, g, attrs); }
+  tensor_list apply(const tensor& g) override {
+    // Ops that can skip gradients nobody needs (an argument with no node at this layer, e.g. a
+    // captured weight) take a mask: under vmap such a gradient would be a full batched tensor.
+    if constexpr (requires(std::span<const bool> m) { Op::vjp(std::span<const tensor>{}, out, g, attrs, m); }) {
+      bool inline_need[8];
+      std::unique_ptr<bool[]> heap_need(in.size() > 8 ? new bool[in.size()] : nullptr);
+      bool* need = heap_need ? heap_need.get() : inline_need;
+      for (std::size_t i = 0; i < in.size(); ++i) need[i] = next[i] != nullptr;
+      return Op::vjp(in, out, g, attrs, std::span<const bool>(need, in.size()));
+    } else {
+      return Op::vjp(in, out, g, attrs);
+    }
+  }
   tensor forward_tangent(const tensor_list& tin) override { return Op::jvp(in, tin, out, attrs); }
 };
 

@@ -80,8 +80,10 @@ struct bmm_op {
     return out;
   }
   static tensor bmm3(const tensor& a, const tensor& b) { return call<bmm_op>({}, a, b); }
-  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
-    return {sum_to(bmm3(g, in[1].transpose(1, 2)), in[0]), sum_to(bmm3(in[0].transpose(1, 2), g), in[1])};
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&,
+                         std::span<const bool> need) {
+    return {need[0] ? sum_to(bmm3(g, in[1].transpose(1, 2)), in[0]) : tensor(),
+            need[1] ? sum_to(bmm3(in[0].transpose(1, 2), g), in[1]) : tensor()};
   }
   static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor&, const attrs&) {
     tensor r;

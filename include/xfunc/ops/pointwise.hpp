@@ -176,9 +176,10 @@ struct pointwise_binary {
     const dtype c = D::compute_dtype(in[0].dtype(), in[1].dtype());
     return backend::binary<typename D::types>(in[0], in[1], c, c, D::fn);
   }
-  static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs&) {
+  static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs&,
+                         std::span<const bool> need) {
     auto [da, db] = D::partials(in[0], in[1], out);
-    return {sum_to(g * da, in[0]), sum_to(g * db, in[1])};
+    return {need[0] ? sum_to(g * da, in[0]) : tensor(), need[1] ? sum_to(g * db, in[1]) : tensor()};
   }
   static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs&) {
     auto [da, db] = D::partials(in[0], in[1], out);
