@@ -50,8 +50,9 @@ inline bool close(const tensor& a, const tensor& b, const tolerances& tol, const
 template <class F, class... T>
 bool gradcheck_impl(bool raise, const tolerances& tol, const F& f, const T&... inputs) {
   std::vector<tensor> xs{inputs.to(is_floating(inputs.dtype()) ? f64 : inputs.dtype()).clone()...};
+  // a copy: f may return a view of its input, which the perturbation below would change
   auto call = [&](const std::vector<tensor>& v) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) { return flat_output(f(v[I]...)); }(
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return flat_output(f(v[I]...)).clone(); }(
         std::index_sequence_for<T...>{});
   };
   const tensor y0 = call(xs);

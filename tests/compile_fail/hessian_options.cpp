@@ -1,6 +1,6 @@
 // Compile-fail check: built with -DXFUNC_CF_FAIL it must fail with the message below;
 // built without it (the corrected twin) it must compile.
-// expect: xf::hessian.f, opts....: the only option is xf::argnums
+// expect: xf::hessian.f, opts....: the only options are xf::argnums
 #include <xfunc/xfunc.hpp>
 namespace xf = xfunc;
 int main() {

@@ -98,6 +98,18 @@ TEST_CASE("hessian is jacfwd(jacrev)", "[hessian]") {
   CHECK(xf::allclose(std::get<1>(std::get<1>(h)), xf::zeros({2, 2}, xf::f64)));
 }
 
+TEST_CASE("jacfwd and hessian chunk_size give the unchunked result", "[hessian][chunk]") {
+  auto f = [](const xf::tensor& x) { return xf::sum(xf::tanh(x) * x * x); };
+  xf::tensor x = xf::tensor{0.3, -0.2, 0.8, 1.1, -0.7};
+  xf::tensor h = xf::hessian(f)(x);
+  for (std::int64_t c : {1, 2, 4, 5, 9}) {
+    CHECK(xf::allclose(xf::hessian(f, xf::chunk_size(c))(x), h));
+    CHECK(xf::allclose(xf::jacfwd(layer, xf::chunk_size(c))(xf::tensor{0.3, -0.2, 0.8}),
+                       analytic_jacobian(xf::tensor{0.3, -0.2, 0.8})));
+  }
+  CHECK_THROWS_WITH(xf::jacfwd(layer, xf::chunk_size(0))(xf::tensor{0.3, -0.2, 0.8}), Contains("chunk_size"));
+}
+
 TEST_CASE("jacfwd over a random op needs a randomness option", "[jacobian][errors]") {
   auto f = [](const xf::tensor& x) { return x + xf::randn({2}, xf::f64); };
   CHECK_THROWS_WITH(xf::jacfwd(f)(xf::tensor{1.0, 2.0}), Contains("randomness"));

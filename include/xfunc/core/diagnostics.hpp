@@ -11,7 +11,7 @@
 #define XFUNC_MSG_GRAD_RETURN \
   "xf::grad(f): f must return an xf::tensor (a 0-d floating tensor), or std::pair<xf::tensor, Aux> when xf::has_aux is given"
 #define XFUNC_MSG_HESSIAN_OPTIONS \
-  "xf::hessian(f, opts...): the only option is xf::argnums<...>"
+  "xf::hessian(f, opts...): the only options are xf::argnums<...> and xf::chunk_size(n)"
 #define XFUNC_MSG_JACFWD_ARGNUM_RANGE \
   "xf::jacfwd(f, argnums<...>): an argnum is out of range for the number of arguments f is called with; use indices in [-n, n)"
 #define XFUNC_MSG_JACFWD_ARGNUM_UNIQUE \

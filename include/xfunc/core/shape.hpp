@@ -70,7 +70,7 @@ class shape_t {
   }
 
  private:
-  std::int64_t d_[max_dims];
+  std::int64_t d_[max_dims] = {};
   std::size_t n_ = 0;
 };
 

@@ -174,9 +174,19 @@ auto jacfwd_call(const F& f, const std::tuple<Opts...>& opts, const Args&... arg
       }
     };
     const tensor basis = eye(M, is_floating(dt) ? dt : f32, ins.empty() ? cpu : ins[0].device());
+    // chunk_size (an xfunc extension for jacfwd) maps the basis columns n at a time
+    auto chunk = [&] {
+      if constexpr (jac_options<std::tuple<Opts...>>::chunked) {
+        const chunk_size_t c = find_option<is_chunk_size>(opts, chunk_size_t{0});
+        if (c.n <= 0) fail("xf::jacfwd: chunk_size must be positive, got ", c.n);
+        return c;
+      } else {
+        return chunk_size_t{std::max<std::int64_t>(M, 1)};
+      }
+    }();
     auto tangents = [&] {
-      if constexpr (aux) return xfunc::vmap(cols_fn, rnd, out_dims(0, none))(basis);
-      else return xfunc::vmap(cols_fn, rnd)(basis);
+      if constexpr (aux) return xfunc::vmap(cols_fn, rnd, chunk, out_dims(0, none))(basis);
+      else return xfunc::vmap(cols_fn, rnd, chunk)(basis);
     }();
     const auto& tout = [&]() -> const auto& {
       if constexpr (aux) return tangents.first;
@@ -238,8 +248,11 @@ struct jacfwd_fn {
 struct hessian_fn {
   template <class F, class... Opts>
   constexpr auto operator()(F f, Opts... opts) const {
-    static_assert((is_argnums<Opts>::value && ...), XFUNC_MSG_HESSIAN_OPTIONS);
-    return jacfwd_fn{}(jacrev_fn{}(std::move(f), opts...), opts...);
+    static_assert(((is_argnums<Opts>::value || std::is_same_v<Opts, chunk_size_t>) && ...), XFUNC_MSG_HESSIAN_OPTIONS);
+    // argnums go to both transforms; chunk_size to the outer jacfwd, which maps the rows
+    auto inner_opts = std::tuple_cat(std::conditional_t<is_argnums<Opts>::value, std::tuple<Opts>, std::tuple<>>{}...);
+    auto inner = std::apply([&](auto... a) { return jacrev_fn{}(std::move(f), a...); }, inner_opts);
+    return jacfwd_fn{}(std::move(inner), opts...);
   }
 };
 }  // namespace detail
