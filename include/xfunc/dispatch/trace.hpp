@@ -22,7 +22,7 @@ struct trace_node {
 struct trace_state {
   std::vector<trace_node> nodes;
   std::vector<std::string> names;  // per value id
-  std::vector<int> inputs;         // value ids of the placeholders
+  std::vector<int> inputs;         // value ids of the graph's inputs
   std::vector<std::pair<int, tensor>> constants;  // value ids of tensors made outside the trace
   std::vector<tensor> keep;        // holds every traced tensor so that its impl address stays unique
   std::unordered_map<const tensor_impl*, int> ids;
