@@ -66,9 +66,6 @@ void track_view(const tensor& out, const tensor& self, const typename Op::attrs&
   out.impl()->view = std::move(v);
 }
 
-template <class Op>
-tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a);
-
 /// Loop-and-stack fallback for ops without a batch rule.
 template <class Op>
 batched batch_fallback(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,

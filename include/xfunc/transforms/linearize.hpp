@@ -51,7 +51,6 @@ auto linearize_call(const F& f, const Ps&... primals) {
   });
   for (const auto& l : leaves) lin.leaves.insert(lin.leaves.end(), l.begin(), l.end());
   (tree_for_each(primals, [&](const tensor& t) { lin.in_shapes.push_back(t.shape()); }), ...);
-  lin.structure = out;
   Out value = tree_map(out, [&](const tensor& t) { return unwrap_at(t, L.get()); });
   lin.structure = value;
   return std::pair{value, std::move(lin)};

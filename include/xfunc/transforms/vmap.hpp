@@ -129,7 +129,7 @@ struct vmap_transform : transform_base<F> {
   template <std::size_t N>
   static constexpr auto default_in_dims() {
     return []<std::size_t... I>(std::index_sequence<I...>) {
-      return in_dims_t<std::conditional_t<I < N, default_dim_t, default_dim_t>...>{};
+      return in_dims_t<decltype((void)I, default_dim_t{})...>{};
     }(std::make_index_sequence<N>{});
   }
 
