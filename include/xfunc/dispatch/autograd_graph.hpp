@@ -22,6 +22,9 @@ struct grad_node {
   /// One gradient per argument (undefined = zero or not needed) for the output cotangent g.
   virtual tensor_list apply(const tensor& g) = 0;
   virtual bool is_leaf() const { return false; }
+  /// Nodes of calls with several outputs collect their cotangents through per-output nodes
+  /// (see extend/dynamic_op.hpp); they run when any arrived, with `apply`'s argument unused.
+  virtual bool has_pending() const { return false; }
   /// The output tangent from the arguments' tangents (forward mode through a recorded graph,
   /// used by xf::linearize).
   virtual tensor forward_tangent(const tensor_list&) {
@@ -83,9 +86,13 @@ inline tensor_list run_backward(const std::vector<std::shared_ptr<grad_node>>& r
     grad_node* n = *it;
     if (n->is_leaf()) continue;
     auto found = acc.find(n);
-    if (found == acc.end() || !found->second.defined()) continue;
-    tensor gn = std::move(found->second);
-    acc.erase(found);
+    const bool arrived = found != acc.end() && found->second.defined();
+    if (!arrived && !n->has_pending()) continue;
+    tensor gn;
+    if (found != acc.end()) {
+      gn = std::move(found->second);
+      acc.erase(found);
+    }
     tensor_list gi = n->apply(gn);
     for (std::size_t k = 0; k < n->next.size() && k < gi.size(); ++k)
       if (n->next[k] && gi[k].defined()) accumulate(n->next[k].get(), gi[k]);

@@ -67,6 +67,36 @@ struct trace_state {
     nodes.push_back(std::move(n));
     return meta_out;
   }
+  /// A custom op call (computed on meta tensors by its fake kernel): one node per output, the
+  /// later ones `op[k]` reading the outputs the first one's replay computed. A call with no
+  /// outputs is recorded as mutating its first argument.
+  std::vector<tensor> record_call(const std::string& op, std::span<const tensor> in, std::vector<tensor> outs,
+                                  std::function<std::vector<tensor>(std::span<const tensor>)> replay) {
+    if (outs.empty()) {
+      if (!in.empty())
+        record_inplace(op, in[0], in.subspan(1), [replay](std::span<const tensor> xs) {
+          replay(xs);
+          return xs[0];
+        });
+      return outs;
+    }
+    auto results = std::make_shared<std::vector<tensor>>();
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      trace_node n;
+      n.op = k == 0 ? op : op + "[" + std::to_string(k) + "]";
+      for (const auto& t : in) n.args.push_back(id_of(t));
+      n.out = new_value(outs[k], "t", nodes.size());
+      if (k == 0)
+        n.replay = [replay, results](std::span<const tensor> xs) {
+          *results = replay(xs);
+          return (*results)[0];
+        };
+      else
+        n.replay = [results, k](std::span<const tensor>) { return (*results)[k]; };
+      nodes.push_back(std::move(n));
+    }
+    return outs;
+  }
   void record_inplace(const std::string& op, const tensor& self, std::span<const tensor> others,
                       std::function<tensor(std::span<const tensor>)> replay) {
     trace_node n;

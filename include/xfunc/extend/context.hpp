@@ -83,6 +83,8 @@ class context {
   std::vector<const detail::tensor_impl*> dirty_, non_differentiable_;
   std::vector<bool> needs_input_grad_;
   std::map<std::string, std::any> state_;
+  // generated vmap rules: per vmap layer (innermost first) the batch dims of the saved tensors
+  std::vector<std::vector<std::int64_t>> saved_bdims_, saved_forward_bdims_;
   bool materialize_grads_ = true;
   bool in_jvp_ = false;
 };
@@ -106,6 +108,11 @@ namespace detail {
 struct context_access {
   static std::vector<tensor>& saved(autograd::context& c) { return c.saved_; }
   static std::vector<tensor>& saved_forward(autograd::context& c) { return c.saved_forward_; }
+  static std::vector<std::vector<std::int64_t>>& saved_bdims(autograd::context& c) { return c.saved_bdims_; }
+  static std::vector<std::vector<std::int64_t>>& saved_forward_bdims(autograd::context& c) {
+    return c.saved_forward_bdims_;
+  }
+  static void mark_non_differentiable(autograd::context& c, const tensor_impl* p) { c.non_differentiable_.push_back(p); }
   static std::vector<bool>& needs_input_grad(autograd::context& c) { return c.needs_input_grad_; }
   static bool materialize(const autograd::context& c) { return c.materialize_grads_; }
   static bool& in_jvp(autograd::context& c) { return c.in_jvp_; }
