@@ -40,3 +40,29 @@
   "xf::vmap(f, in_dims(...)): an integer in_dim is given for an argument with no tensor, or a nested in_dims does not match the argument's tuple size; use xf::none for non-tensor arguments"
 #define XFUNC_MSG_VMAP_OUT_DIMS_ARITY \
   "xf::vmap(f, out_dims(...)): out_dims needs one entry per output of f (or a single entry for all outputs)"
+
+// ---- xf::custom_op: schema inference from fn's signature (schema/signature.hpp) ----
+// Parameter positions count from 0, like the default names a0, a1, ... of the schema; K is
+// stringized, so each position gets its own literal (static_assert needs one).
+#define XFUNC_MSG_CUSTOM_OP_CALLABLE \
+  "xf::custom_op(name, fn): fn must be a function, a function pointer, a non-generic lambda or functor, or a std::function (its signature gives the schema)"
+#define XFUNC_MSG_CUSTOM_OP_PARAM_FLOAT(K) \
+  "xf::custom_op(name, fn): parameter " #K " of fn has type float; use double"
+#define XFUNC_MSG_CUSTOM_OP_PARAM_INT(K) \
+  "xf::custom_op(name, fn): parameter " #K " of fn has an integer type other than int64_t (int, unsigned, short, int32_t, ...); use int64_t"
+#define XFUNC_MSG_CUSTOM_OP_PARAM_OTHER(K) \
+  "xf::custom_op(name, fn): parameter " #K " of fn has an unsupported type; use one of the types listed in API.md §4.1 (tensor, tensor&, std::optional<tensor>, std::vector<tensor>, double, int64_t, bool, std::vector<int64_t>, std::string, xf::dtype, xf::device, std::optional<T>)"
+#define XFUNC_MSG_CUSTOM_OP_RETURN \
+  "xf::custom_op(name, fn): fn must return xf::tensor, std::tuple<xf::tensor, ...>, std::vector<xf::tensor> or void"
+
+// xf::autograd::function (extend/function.hpp)
+#define XFUNC_MSG_FUNCTION_SETUP_CONTEXT \
+  "xf::autograd::function<Derived>::apply: Derived must define static void setup_context(xf::autograd::context&, const std::tuple<Args...>& inputs, const Out& output); add it (it may be empty)"
+#define XFUNC_MSG_FUNCTION_VMAP_BOTH \
+  "xf::autograd::function<Derived>::apply: Derived defines both vmap and generate_vmap_rule; keep one of them"
+#define XFUNC_MSG_FUNCTION_OUTPUT \
+  "xf::autograd::function<Derived>::apply: forward must return xf::tensor or std::tuple<xf::tensor, ...>"
+#define XFUNC_MSG_FUNCTION_BACKWARD_ARITY \
+  "xf::autograd::function<Derived>::apply: backward must return one gradient per tensor argument of forward (an xf::tensor, or a std::tuple of them; an undefined tensor means zero)"
+#define XFUNC_MSG_COND_BRANCH_TYPES \
+  "xf::cond(pred, true_fn, false_fn, operands...): true_fn and false_fn must return the same C++ type (the same pytree structure); make both branches return e.g. xf::tensor, or the same std::tuple / std::pair of tensors"

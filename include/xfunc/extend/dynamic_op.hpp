@@ -508,9 +508,15 @@ inline tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in)
   bool on_meta = false;
   for (const auto& t : in) on_meta = on_meta || (t.defined() && t.device() == meta);
   if (tls_trace) {
+    trace_state* trace = tls_trace;
+    tensor_list outs;
+    {
+      trace_scope off(nullptr);  // what the kernel does inside is not part of the graph
+      outs = on_meta ? c->fake(in) : c->forward(in);
+    }
     auto call = c;
-    return tls_trace->record_call(c->name(), in, on_meta ? c->fake(in) : c->forward(in),
-                                  [call](std::span<const tensor> xs) { return call->forward(xs); });
+    return trace->record_call(c->name(), in, std::move(outs),
+                              [call](std::span<const tensor> xs) { return call->forward(xs); });
   }
   tensor_list outs = on_meta ? c->fake(in) : c->forward(in);
   check_no_alias(*c, in, outs);
