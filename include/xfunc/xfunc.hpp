@@ -9,6 +9,12 @@
 #include <xfunc/core/tensor_io.hpp>
 #include <xfunc/dispatch/dispatcher.hpp>
 #include <xfunc/dispatch/layer_stack.hpp>
+#include <xfunc/extend/context.hpp>
+#include <xfunc/extend/custom_op.hpp>
+#include <xfunc/extend/function.hpp>
+#include <xfunc/extend/control_flow.hpp>
+#include <xfunc/extend/higher_order_op.hpp>
+#include <xfunc/extend/interpreter.hpp>
 #include <xfunc/ops/comparison.hpp>
 #include <xfunc/ops/creation.hpp>
 #include <xfunc/ops/indexing.hpp>
