@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include <xfunc/testing/finite_differences.hpp>
 #include <xfunc/xfunc.hpp>
 
 namespace xfunc::testing {
@@ -13,9 +14,7 @@ namespace xfunc::testing {
 struct raise_t {};
 inline constexpr raise_t raise{};
 
-struct tolerances {
-  double eps = 1e-6, atol = 1e-5, rtol = 1e-3;
-};
+using tolerances = xfunc::detail::fd_tolerances;
 
 namespace detail {
 using xfunc::detail::fail;
@@ -29,85 +28,15 @@ tensor flat_output(const Out& out) {
   return parts.size() == 1 ? parts[0] : cat(parts, 0);
 }
 
-inline double* f64_data(tensor& t) { return t.impl()->data<double>(); }
-
-/// Compares a and b elementwise; on mismatch writes a report to `why`.
-inline bool close(const tensor& a, const tensor& b, const tolerances& tol, const std::string& what, std::string& why) {
-  tensor x = a.to(f64).contiguous(), y = b.to(f64).contiguous();
-  const double* p = x.impl()->data<double>();
-  const double* q = y.impl()->data<double>();
-  for (std::int64_t i = 0; i < x.numel(); ++i) {
-    if (std::abs(p[i] - q[i]) > tol.atol + tol.rtol * std::abs(q[i]) || std::isnan(p[i]) != std::isnan(q[i])) {
-      std::ostringstream os;
-      os << what << ": entry " << i << " is " << p[i] << " but finite differences give " << q[i];
-      why = os.str();
-      return false;
-    }
-  }
-  return true;
-}
-
 template <class F, class... T>
 bool gradcheck_impl(bool raise, const tolerances& tol, const F& f, const T&... inputs) {
-  std::vector<tensor> xs{inputs.to(is_floating(inputs.dtype()) ? f64 : inputs.dtype()).clone()...};
-  // a copy: f may return a view of its input, which the perturbation below would change
-  auto call = [&](const std::vector<tensor>& v) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) { return flat_output(f(v[I]...)).clone(); }(
+  std::vector<tensor> xs{inputs.to(is_floating(inputs.dtype()) ? f64 : inputs.dtype()).contiguous().clone()...};
+  auto flat_f = [&](const std::vector<tensor>& v) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return flat_output(f(v[I]...)); }(
         std::index_sequence_for<T...>{});
   };
-  const tensor y0 = call(xs);
-  const std::int64_t m = y0.numel();
   std::string why;
-  bool ok = true;
-  // numerical jacobian per input: columns of central differences
-  std::vector<tensor> numeric(xs.size());
-  for (std::size_t i = 0; i < xs.size(); ++i) {
-    if (!is_floating(xs[i].dtype())) continue;
-    const std::int64_t n = xs[i].numel();
-    tensor J = zeros({m, n}, f64);
-    for (std::int64_t j = 0; j < n; ++j) {
-      double* p = f64_data(xs[i]);
-      const double orig = p[j];
-      p[j] = orig + tol.eps;
-      tensor plus = call(xs);
-      p[j] = orig - tol.eps;
-      tensor minus = call(xs);
-      p[j] = orig;
-      J.select(1, j).copy_((plus - minus) / (2 * tol.eps));
-    }
-    numeric[i] = J;
-  }
-  // reverse mode: one vjp per output element
-  auto fv = [&](const auto&... a) { return flat_output(f(a...)); };
-  auto [yv, pullback] = [&]<std::size_t... I>(std::index_sequence<I...>) { return vjp(fv, xs[I]...); }(
-      std::index_sequence_for<T...>{});
-  for (std::int64_t r = 0; r < m && ok; ++r) {
-    tensor e = zeros({m}, f64);
-    f64_data(e)[r] = 1.0;
-    auto grads = pullback(e);
-    std::size_t i = 0;
-    std::apply([&](const auto&... g) {
-      ((ok = ok && (!numeric[i].defined() ||
-                    close(g.reshape({-1}), numeric[i].select(0, r), tol,
-                          "vjp of input " + std::to_string(i) + ", output entry " + std::to_string(r), why)),
-        ++i),
-       ...);
-    }, grads);
-  }
-  // forward mode: one jvp per input element
-  for (std::size_t i = 0; i < xs.size() && ok; ++i) {
-    if (!numeric[i].defined()) continue;
-    for (std::int64_t j = 0; j < xs[i].numel() && ok; ++j) {
-      std::vector<tensor> ts;
-      for (std::size_t k = 0; k < xs.size(); ++k) ts.push_back(zeros_like(xs[k]));
-      f64_data(ts[i])[j] = 1.0;
-      auto [o, t] = [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return jvp(fv, std::tuple<T...>{xs[I]...}, std::tuple<T...>{ts[I]...});
-      }(std::index_sequence_for<T...>{});
-      ok = close(t, numeric[i].select(1, j), tol,
-                 "jvp of input " + std::to_string(i) + ", input entry " + std::to_string(j), why);
-    }
-  }
+  const bool ok = xfunc::detail::fd_check(flat_f, xs, tol, why);
   if (!ok && raise) fail("xf::testing::gradcheck failed: ", why);
   return ok;
 }
