@@ -12,6 +12,7 @@
 #include <xfunc/extend/context.hpp>
 #include <xfunc/extend/custom_op.hpp>
 #include <xfunc/extend/function.hpp>
+#include <xfunc/extend/opcheck.hpp>
 #include <xfunc/extend/control_flow.hpp>
 #include <xfunc/extend/higher_order_op.hpp>
 #include <xfunc/extend/interpreter.hpp>
