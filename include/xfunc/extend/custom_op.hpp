@@ -88,24 +88,30 @@ struct op_args {
   template <std::size_t I>
   static constexpr schema::arg_kind kind = schema::kind_of<std::tuple_element_t<I, std::tuple<P...>>>();
 
-  static void flatten(const values_t& v, tensor_list& flat, op_layout& lay) {
+  /// Calls f(tensor, parameter index, mutated) for every tensor slot of v, in slot order
+  /// (an undefined tensor for an empty optional).
+  template <class F>
+  static void for_each_tensor(const values_t& v, F&& f) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (
           [&] {
             constexpr auto k = kind<I>;
             const auto& a = std::get<I>(v);
-            auto push = [&](const tensor& t) {
-              flat.push_back(t);
-              lay.position.push_back(I);
-              lay.mutated.push_back(k == schema::arg_kind::mutable_tensor);
-            };
-            if constexpr (k == schema::arg_kind::tensor || k == schema::arg_kind::mutable_tensor) push(a);
-            else if constexpr (k == schema::arg_kind::optional_tensor) push(a ? *a : tensor());
+            if constexpr (k == schema::arg_kind::tensor || k == schema::arg_kind::mutable_tensor)
+              f(a, I, k == schema::arg_kind::mutable_tensor);
+            else if constexpr (k == schema::arg_kind::optional_tensor) f(a ? *a : tensor(), I, false);
             else if constexpr (k == schema::arg_kind::tensor_list)
-              for (const auto& t : a) push(t);
+              for (const auto& t : a) f(t, I, false);
           }(),
           ...);
     }(std::index_sequence_for<P...>{});
+  }
+  static void flatten(const values_t& v, tensor_list& flat, op_layout& lay) {
+    for_each_tensor(v, [&](const tensor& t, std::size_t pos, bool mutated) {
+      flat.push_back(t);
+      lay.position.push_back(pos);
+      lay.mutated.push_back(mutated);
+    });
   }
   /// v with its tensors replaced by `flat` (in slot order).
   static values_t with(values_t v, std::span<const tensor> flat) {
@@ -237,6 +243,15 @@ class custom_op_handle<R(P...)> {
   R operator()(P... args) const {
     std::shared_ptr<const def_t> d = def();
     values_t values{args...};
+    // no transform and no trace: the kernel straight away
+    if (detail::current_stack().layers.empty() && !detail::tls_trace) {
+      bool plain = true, on_meta = false;
+      detail::op_args<P...>::for_each_tensor(values, [&](const tensor& t, std::size_t, bool) {
+        plain = plain && (!t.impl() || t.impl()->is_dense());
+        on_meta = on_meta || (t.impl() && t.device() == meta);
+      });
+      if (plain && !on_meta && d->kernels.empty()) return run_checked(*d, values);
+    }
     detail::tensor_list flat;
     detail::op_layout layout;
     detail::op_args<P...>::flatten(values, flat, layout);
@@ -308,6 +323,29 @@ class custom_op_handle<R(P...)> {
   }
 
  private:
+  /// The kernel on plain tensors, with the alias check of dyn_bottom.
+  static R run_checked(const def_t& d, values_t& values) {
+    auto check = [&](const tensor& out, std::size_t k) {
+      detail::op_args<P...>::for_each_tensor(values, [&](const tensor& t, std::size_t, bool) {
+        if (t.defined() && out.defined() && (out.impl() == t.impl() || same_storage(out, t)))
+          detail::fail(d.name, ": output ", k, " is or aliases an input (alias); a custom op must return new tensors: ",
+                       "return a copy (e.g. x.clone())");
+      });
+    };
+    if constexpr (std::is_void_v<R>) {
+      std::apply(d.fn, values);
+    } else if constexpr (std::is_same_v<R, tensor>) {
+      R r = std::apply(d.fn, values);
+      check(r, 0);
+      return r;
+    } else {
+      R r = std::apply(d.fn, values);
+      detail::tensor_list outs = detail::flatten_op_output(r);
+      for (std::size_t k = 0; k < outs.size(); ++k) check(outs[k], k);
+      detail::check_no_alias(d.name, {}, outs);
+      return r;
+    }
+  }
   template <class U>
   void update(U&& change) {
     std::lock_guard<std::mutex> lock(slot_->m);

@@ -486,16 +486,16 @@ inline tensor_list dyn_functional_rule(const layer_ptr& L, const dyn_call_ptr& c
 }
 
 /// A custom op's outputs may not be, or share memory with, an input or another output.
-inline void check_no_alias(const dyn_call& c, std::span<const tensor> in, const tensor_list& outs) {
+inline void check_no_alias(const std::string& name, std::span<const tensor> in, const tensor_list& outs) {
   for (std::size_t k = 0; k < outs.size(); ++k) {
     if (!outs[k].defined()) continue;
     for (std::size_t i = 0; i < in.size(); ++i)
       if (in[i].defined() && (outs[k].impl() == in[i].impl() || same_storage(outs[k], in[i])))
-        fail(c.name(), ": output ", k, " is or aliases input ", i,
+        fail(name, ": output ", k, " is or aliases input ", i,
              " (alias); a custom op must return new tensors: return a copy (e.g. x.clone())");
     for (std::size_t j = 0; j < k; ++j)
       if (outs[j].defined() && (outs[k].impl() == outs[j].impl() || same_storage(outs[k], outs[j])))
-        fail(c.name(), ": outputs ", j, " and ", k,
+        fail(name, ": outputs ", j, " and ", k,
              " share memory (alias); a custom op must return distinct new tensors: return copies");
   }
 }
@@ -519,7 +519,7 @@ inline tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in)
                               [call](std::span<const tensor> xs) { return call->forward(xs); });
   }
   tensor_list outs = on_meta ? c->fake(in) : c->forward(in);
-  check_no_alias(*c, in, outs);
+  check_no_alias(c->name(), in, outs);
   return outs;
 }
 
