@@ -320,3 +320,25 @@ TEST_CASE("opcheck: passes for a correct op and names each failed check", "[cust
   count.register_fake([](const tensor& t) { return xf::empty(t.shape(), xf::b8, xf::meta); });
   CHECK_NOTHROW(xf::opcheck(count, x3()));
 }
+
+TEST_CASE("custom_op: linearize pushes tangents through the transposed formula", "[custom_op]") {
+  auto op = make_scaled_sin();
+  auto two = xf::custom_op("xftest::two_lin", [](const tensor& x) { return std::tuple{x * 2.0, x * x}; });
+  two.register_autograd(
+      [](xf::autograd::context& ctx, const tensor& g1, const tensor& g2) {
+        return g1 * 2.0 + g2 * 2.0 * ctx.saved_tensors()[0];
+      },
+      [](xf::autograd::context& ctx, const std::tuple<tensor>& in, const std::tuple<tensor, tensor>&) {
+        ctx.save_for_backward(std::get<0>(in));
+      });
+  tensor x = x3(), v = tensor{1.0, -1.0, 0.5};
+  auto [y, jvp_fn] = xf::linearize([&](const tensor& t) { return op(t, 2.0); }, x);
+  CHECK(xf::allclose(y, xf::sin(x) * 2.0));
+  CHECK(xf::allclose(jvp_fn(v), xf::cos(x) * 2.0 * v));
+  // several outputs: each output node reads its own tangent
+  auto [z, jvp2] = xf::linearize([&](const tensor& t) {
+    auto [a, b] = two(t);
+    return a + b * 3.0;
+  }, x);
+  CHECK(xf::allclose(jvp2(v), v * 2.0 + x * v * 6.0));
+}
