@@ -3,8 +3,10 @@
 // error), and the built-ins cond, map, scan and while_loop under every transform.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <functional>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include <xfunc/testing.hpp>
@@ -486,4 +488,24 @@ TEST_CASE("while_loop refuses reverse mode", "[hop][while_loop][grad]") {
   CHECK_THROWS_WITH(xf::jacrev(f)(xf::tensor{1.0, 2.0}), Contains("while_loop"));
   CHECK_THROWS_WITH(xf::vjp(f, xf::scalar(1.5)), Contains("while_loop"));
   CHECK(xf::layers::depth() == 0);
+}
+
+TEST_CASE("higher-order ops from several threads", "[hop][threads]") {
+  const xf::tensor X{{1.0, 2.0}, {-3.0, 0.5}, {0.0, -1.0}};
+  const xf::tensor expected{{1.0, 4.0}, {3.0, -0.5}, {0.0, 1.0}};
+  auto f = [](const xf::tensor& r) {
+    return xf::cond(xf::sum(r) > 0.0, [](const xf::tensor& a) { return a * a; }, [](const xf::tensor& a) { return -a; }, r);
+  };
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        if (!xf::allclose(xf::vmap(f)(X), expected)) ++wrong;
+        if (!xf::allclose(xf::scan(cumsum_step, xf::scalar(0.0), X.select(1, 0)).second, xf::tensor{1.0, -2.0, -2.0}))
+          ++wrong;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(wrong == 0);
 }
