@@ -7,6 +7,7 @@
 #include <mutex>
 #include <typeindex>
 
+#include <xfunc/core/pytree.hpp>
 #include <xfunc/extend/dynamic_op.hpp>
 #include <xfunc/schema/arg_names.hpp>
 #include <xfunc/schema/signature.hpp>

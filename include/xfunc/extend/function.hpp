@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include <xfunc/core/diagnostics.hpp>
+#include <xfunc/core/pytree.hpp>
 #include <xfunc/extend/dynamic_op.hpp>
 
 namespace xfunc {
