@@ -8,101 +8,197 @@
 
 namespace xfunc {
 
+// NOTE: [Lazy instantiation]
+// Every op that dispatches is a function template with one defaulted, unused parameter
+// (`template <int D = 0> tensor exp(const tensor&)`), and so are the tensor methods, operators
+// and internal helpers that call ops; op structs are class templates (`exp_op` is an alias of
+// `exp_op_t<>`). A template used in the body of a non-template inline function is instantiated
+// in every translation unit that sees the function, called or not; used in the body of a
+// template it is instantiated only when that template is. So a translation unit pays for the
+// ops it (transitively) uses: their dispatch, rules and kernels for every dtype. The parameter
+// types do not depend on D, so calls look and convert exactly as for plain functions
+// (`xf::add(t, 2.0)`, `t + 1.0`, `t.reshape({2, 3})`). Keep it so: a non-template function that
+// calls an op (or a function with a deduced `auto` return type called from a template) brings
+// that op's whole closure back into every translation unit; benchmarks/jacobians/compile_time
+// measures it. The definitions repeat `template <int D>` without the default.
+
 // pointwise unary (ops/pointwise.hpp)
+template <int D = 0>
 tensor neg(const tensor& x);
+template <int D = 0>
 tensor exp(const tensor& x);
+template <int D = 0>
 tensor log(const tensor& x);
+template <int D = 0>
 tensor sin(const tensor& x);
+template <int D = 0>
 tensor cos(const tensor& x);
+template <int D = 0>
 tensor tan(const tensor& x);
+template <int D = 0>
 tensor tanh(const tensor& x);
+template <int D = 0>
 tensor sigmoid(const tensor& x);
+template <int D = 0>
 tensor relu(const tensor& x);
+template <int D = 0>
 tensor abs(const tensor& x);
+template <int D = 0>
 tensor sqrt(const tensor& x);
+template <int D = 0>
 tensor rsqrt(const tensor& x);
+template <int D = 0>
 tensor square(const tensor& x);
+template <int D = 0>
 tensor log1p(const tensor& x);
+template <int D = 0>
 tensor expm1(const tensor& x);
+template <int D = 0>
 tensor sign(const tensor& x);
+template <int D = 0>
 tensor reciprocal(const tensor& x);
+template <int D = 0>
 tensor erf(const tensor& x);
 
 // pointwise binary (ops/pointwise.hpp); a double on either side is a 0-d tensor that does not
 // widen a floating tensor
+template <int D = 0>
 tensor add(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor add(const tensor& a, double b);
+template <int D = 0>
 tensor add(double a, const tensor& b);
+template <int D = 0>
 tensor sub(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor sub(const tensor& a, double b);
+template <int D = 0>
 tensor sub(double a, const tensor& b);
+template <int D = 0>
 tensor mul(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor mul(const tensor& a, double b);
+template <int D = 0>
 tensor mul(double a, const tensor& b);
+template <int D = 0>
 tensor div(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor div(const tensor& a, double b);
+template <int D = 0>
 tensor div(double a, const tensor& b);
+template <int D = 0>
 tensor pow(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor pow(const tensor& a, double b);
+template <int D = 0>
 tensor pow(double a, const tensor& b);
+template <int D = 0>
 tensor maximum(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor minimum(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor atan2(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor where(const tensor& cond, const tensor& a, const tensor& b);
+template <int D = 0>
 tensor clamp(const tensor& t, double lo, double hi);
 
 // comparison and logical (ops/comparison.hpp): boolean results, never differentiable
+template <int D = 0>
 tensor eq(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor ne(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor lt(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor le(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor gt(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor ge(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor eq(const tensor& a, double b);
+template <int D = 0>
 tensor ne(const tensor& a, double b);
+template <int D = 0>
 tensor lt(const tensor& a, double b);
+template <int D = 0>
 tensor le(const tensor& a, double b);
+template <int D = 0>
 tensor gt(const tensor& a, double b);
+template <int D = 0>
 tensor ge(const tensor& a, double b);
+template <int D = 0>
 tensor logical_not(const tensor& a);
+template <int D = 0>
 tensor logical_and(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor logical_or(const tensor& a, const tensor& b);
 
 // reductions (ops/reduction.hpp)
+template <int D = 0>
 tensor sum(const tensor& t);
+template <int D = 0>
 tensor sum(const tensor& t, const dims_t& dims, bool keepdim = false);
+template <int D = 0>
 tensor mean(const tensor& t);
+template <int D = 0>
 tensor mean(const tensor& t, const dims_t& dims, bool keepdim = false);
+template <int D = 0>
 tensor prod(const tensor& t, std::int64_t dim, bool keepdim = false);
+template <int D = 0>
 tensor amax(const tensor& t, const dims_t& dims, bool keepdim = false);
+template <int D = 0>
 tensor amin(const tensor& t, const dims_t& dims, bool keepdim = false);
+template <int D = 0>
 tensor argmax(const tensor& t, std::int64_t dim, bool keepdim = false);
+template <int D = 0>
 tensor logsumexp(const tensor& t, const dims_t& dims, bool keepdim = false);
+template <int D = 0>
 tensor var(const tensor& t, const dims_t& dims, std::int64_t correction = 1, bool keepdim = false);
+template <int D = 0>
 tensor norm(const tensor& t);
 
 // neural-network helpers (ops/nn.hpp)
+template <int D = 0>
 tensor softmax(const tensor& t, std::int64_t dim);
+template <int D = 0>
 tensor log_softmax(const tensor& t, std::int64_t dim);
+template <int D = 0>
 tensor cross_entropy(const tensor& logits, const tensor& target);
+template <int D = 0>
 tensor mse_loss(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor linear(const tensor& x, const tensor& w, const tensor& b);
 
 // linear algebra (ops/linalg.hpp)
+template <int D = 0>
 tensor matmul(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor dot(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor outer(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor mm(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor mv(const tensor& a, const tensor& b);
+template <int D = 0>
 tensor bmm(const tensor& a, const tensor& b);
 
 // shape and indexing (ops/view.hpp, ops/indexing.hpp)
+template <int D = 0>
 tensor cat(const std::vector<tensor>& ts, std::int64_t dim = 0);
+template <int D = 0>
 tensor stack(const std::vector<tensor>& ts, std::int64_t dim);
+template <int D = 0>
 std::vector<tensor> split(const tensor& t, std::int64_t size, std::int64_t dim = 0);
+template <int D = 0>
 tensor flip(const tensor& t, const dims_t& dims);
+template <int D = 0>
 tensor index_select(const tensor& t, std::int64_t dim, const tensor& index);
+template <int D = 0>
 tensor gather(const tensor& t, std::int64_t dim, const tensor& index);
+template <int D = 0>
 tensor stop_gradient(const tensor& t);
 
 // creation (ops/creation.hpp)
@@ -128,36 +224,67 @@ bool allclose(const tensor& a, const tensor& b, double rtol = 1e-5, double atol 
 bool equal(const tensor& a, const tensor& b);
 
 // operators
-inline tensor operator-(const tensor& a) { return neg(a); }
-inline tensor operator+(const tensor& a, const tensor& b) { return add(a, b); }
-inline tensor operator+(const tensor& a, double b) { return add(a, b); }
-inline tensor operator+(double a, const tensor& b) { return add(a, b); }
-inline tensor operator-(const tensor& a, const tensor& b) { return sub(a, b); }
-inline tensor operator-(const tensor& a, double b) { return sub(a, b); }
-inline tensor operator-(double a, const tensor& b) { return sub(a, b); }
-inline tensor operator*(const tensor& a, const tensor& b) { return mul(a, b); }
-inline tensor operator*(const tensor& a, double b) { return mul(a, b); }
-inline tensor operator*(double a, const tensor& b) { return mul(a, b); }
-inline tensor operator/(const tensor& a, const tensor& b) { return div(a, b); }
-inline tensor operator/(const tensor& a, double b) { return div(a, b); }
-inline tensor operator/(double a, const tensor& b) { return div(a, b); }
-inline tensor operator==(const tensor& a, const tensor& b) { return eq(a, b); }
-inline tensor operator!=(const tensor& a, const tensor& b) { return ne(a, b); }
-inline tensor operator<(const tensor& a, const tensor& b) { return lt(a, b); }
-inline tensor operator<=(const tensor& a, const tensor& b) { return le(a, b); }
-inline tensor operator>(const tensor& a, const tensor& b) { return gt(a, b); }
-inline tensor operator>=(const tensor& a, const tensor& b) { return ge(a, b); }
-inline tensor operator==(const tensor& a, double b) { return eq(a, b); }
-inline tensor operator!=(const tensor& a, double b) { return ne(a, b); }
-inline tensor operator<(const tensor& a, double b) { return lt(a, b); }
-inline tensor operator<=(const tensor& a, double b) { return le(a, b); }
-inline tensor operator>(const tensor& a, double b) { return gt(a, b); }
-inline tensor operator>=(const tensor& a, double b) { return ge(a, b); }
-inline tensor operator<(double a, const tensor& b) { return gt(b, a); }
-inline tensor operator<=(double a, const tensor& b) { return ge(b, a); }
-inline tensor operator>(double a, const tensor& b) { return lt(b, a); }
-inline tensor operator>=(double a, const tensor& b) { return le(b, a); }
-inline tensor operator==(double a, const tensor& b) { return eq(b, a); }
-inline tensor operator!=(double a, const tensor& b) { return ne(b, a); }
+template <int D = 0>
+tensor operator-(const tensor& a) { return neg(a); }
+template <int D = 0>
+tensor operator+(const tensor& a, const tensor& b) { return add(a, b); }
+template <int D = 0>
+tensor operator+(const tensor& a, double b) { return add(a, b); }
+template <int D = 0>
+tensor operator+(double a, const tensor& b) { return add(a, b); }
+template <int D = 0>
+tensor operator-(const tensor& a, const tensor& b) { return sub(a, b); }
+template <int D = 0>
+tensor operator-(const tensor& a, double b) { return sub(a, b); }
+template <int D = 0>
+tensor operator-(double a, const tensor& b) { return sub(a, b); }
+template <int D = 0>
+tensor operator*(const tensor& a, const tensor& b) { return mul(a, b); }
+template <int D = 0>
+tensor operator*(const tensor& a, double b) { return mul(a, b); }
+template <int D = 0>
+tensor operator*(double a, const tensor& b) { return mul(a, b); }
+template <int D = 0>
+tensor operator/(const tensor& a, const tensor& b) { return div(a, b); }
+template <int D = 0>
+tensor operator/(const tensor& a, double b) { return div(a, b); }
+template <int D = 0>
+tensor operator/(double a, const tensor& b) { return div(a, b); }
+template <int D = 0>
+tensor operator==(const tensor& a, const tensor& b) { return eq(a, b); }
+template <int D = 0>
+tensor operator!=(const tensor& a, const tensor& b) { return ne(a, b); }
+template <int D = 0>
+tensor operator<(const tensor& a, const tensor& b) { return lt(a, b); }
+template <int D = 0>
+tensor operator<=(const tensor& a, const tensor& b) { return le(a, b); }
+template <int D = 0>
+tensor operator>(const tensor& a, const tensor& b) { return gt(a, b); }
+template <int D = 0>
+tensor operator>=(const tensor& a, const tensor& b) { return ge(a, b); }
+template <int D = 0>
+tensor operator==(const tensor& a, double b) { return eq(a, b); }
+template <int D = 0>
+tensor operator!=(const tensor& a, double b) { return ne(a, b); }
+template <int D = 0>
+tensor operator<(const tensor& a, double b) { return lt(a, b); }
+template <int D = 0>
+tensor operator<=(const tensor& a, double b) { return le(a, b); }
+template <int D = 0>
+tensor operator>(const tensor& a, double b) { return gt(a, b); }
+template <int D = 0>
+tensor operator>=(const tensor& a, double b) { return ge(a, b); }
+template <int D = 0>
+tensor operator<(double a, const tensor& b) { return gt(b, a); }
+template <int D = 0>
+tensor operator<=(double a, const tensor& b) { return ge(b, a); }
+template <int D = 0>
+tensor operator>(double a, const tensor& b) { return lt(b, a); }
+template <int D = 0>
+tensor operator>=(double a, const tensor& b) { return le(b, a); }
+template <int D = 0>
+tensor operator==(double a, const tensor& b) { return eq(b, a); }
+template <int D = 0>
+tensor operator!=(double a, const tensor& b) { return ne(b, a); }
 
 }  // namespace xfunc

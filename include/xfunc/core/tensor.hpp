@@ -162,44 +162,79 @@ class tensor {
   template <class T>
   T item() const;
 
+  template <int D = 0>
   tensor to(xfunc::dtype d) const;
   tensor to(xfunc::device d) const;
 
-  // shape and views (see ops/view.hpp)
+  // shape and views (see ops/view.hpp); methods that dispatch are templates only so that they
+  // are instantiated on use (NOTE: [Lazy instantiation] in fwd.hpp)
+  template <int D = 0>
   tensor reshape(shape_t s) const;
+  template <int D = 0>
   tensor view(shape_t s) const;
+  template <int D = 0>
   tensor transpose(std::int64_t d0, std::int64_t d1) const;
+  template <int D = 0>
   tensor t() const;
+  template <int D = 0>
   tensor permute(dims_t dims) const;
+  template <int D = 0>
   tensor unsqueeze(std::int64_t d) const;
+  template <int D = 0>
   tensor squeeze() const;
+  template <int D = 0>
   tensor squeeze(std::int64_t d) const;
+  template <int D = 0>
   tensor expand(shape_t s) const;
+  template <int D = 0>
   tensor flatten() const;
+  template <int D = 0>
   tensor select(std::int64_t dim, std::int64_t i) const;
+  template <int D = 0>
   tensor narrow(std::int64_t dim, std::int64_t start, std::int64_t len) const;
+  template <int D = 0>
   tensor diagonal() const;
+  template <int D = 0>
   tensor movedim(std::int64_t src, std::int64_t dst) const;
+  template <int D = 0>
   tensor contiguous() const;
+  template <int D = 0>
   tensor clone() const;
+  template <int D = 0>
   tensor detach() const;
 
   // in-place (see ops/inplace.hpp)
+  template <int D = 0>
   tensor& add_(const tensor& o);
+  template <int D = 0>
   tensor& add_(double v);
+  template <int D = 0>
   tensor& sub_(const tensor& o);
+  template <int D = 0>
   tensor& sub_(double v);
+  template <int D = 0>
   tensor& mul_(const tensor& o);
+  template <int D = 0>
   tensor& mul_(double v);
+  template <int D = 0>
   tensor& div_(const tensor& o);
+  template <int D = 0>
   tensor& div_(double v);
+  template <int D = 0>
   tensor& copy_(const tensor& src);
+  template <int D = 0>
   tensor& zero_();
+  template <int D = 0>
   tensor& fill_(double v);
+  template <int D = 0>
   tensor& neg_();
+  template <int D = 0>
   tensor& exp_();
+  template <int D = 0>
   tensor& sin_();
+  template <int D = 0>
   tensor& cos_();
+  template <int D = 0>
   tensor& clamp_(double lo, double hi);
 
   detail::tensor_impl* impl() const { return impl_.get(); }

@@ -72,7 +72,8 @@ inline std::vector<grad_node*> topo_order(const std::vector<std::shared_ptr<grad
 
 /// Runs the backward pass from `roots` with cotangents `gs` (one per root); returns the
 /// gradient reaching each leaf in `leaves` (undefined where none reaches it).
-inline tensor_list run_backward(const std::vector<std::shared_ptr<grad_node>>& roots, const tensor_list& gs,
+template <int = 0>
+tensor_list run_backward(const std::vector<std::shared_ptr<grad_node>>& roots, const tensor_list& gs,
                                 const std::vector<std::shared_ptr<grad_node>>& leaves) {
   const std::vector<grad_node*> order = topo_order(roots);
   std::unordered_map<grad_node*, tensor> acc;

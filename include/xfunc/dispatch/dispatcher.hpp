@@ -11,10 +11,9 @@
 #include <xfunc/dispatch/layer_stack.hpp>
 #include <xfunc/dispatch/trace.hpp>
 #include <xfunc/dispatch/wrappers.hpp>
+#include <xfunc/fwd.hpp>
 
-namespace xfunc {
-tensor stack(const std::vector<tensor>& ts, std::int64_t dim);
-namespace detail {
+namespace xfunc::detail {
 
 // NOTE: [Op definitions]
 // An op is a struct with everything about it in one place:
@@ -283,5 +282,4 @@ tensor call(const typename Op::attrs& a, const T&... ts) {
   }
 }
 
-}  // namespace detail
-}  // namespace xfunc
+}  // namespace xfunc::detail

@@ -20,45 +20,81 @@ struct comparison_op {
   }
 };
 
-struct eq_op : comparison_op<eq_op> {
+template <class = void>
+struct eq_op_t;
+using eq_op = eq_op_t<>;
+template <class>
+struct eq_op_t : comparison_op<eq_op> {
   static constexpr const char* name = "xf::eq";
   static constexpr auto fn = [](auto&& a, auto&& b) { return xt::equal(a, b); };
 };
-struct ne_op : comparison_op<ne_op> {
+template <class = void>
+struct ne_op_t;
+using ne_op = ne_op_t<>;
+template <class>
+struct ne_op_t : comparison_op<ne_op> {
   static constexpr const char* name = "xf::ne";
   static constexpr auto fn = [](auto&& a, auto&& b) { return xt::not_equal(a, b); };
 };
-struct lt_op : comparison_op<lt_op> {
+template <class = void>
+struct lt_op_t;
+using lt_op = lt_op_t<>;
+template <class>
+struct lt_op_t : comparison_op<lt_op> {
   static constexpr const char* name = "xf::lt";
   static constexpr auto fn = [](auto&& a, auto&& b) { return a < b; };
 };
-struct le_op : comparison_op<le_op> {
+template <class = void>
+struct le_op_t;
+using le_op = le_op_t<>;
+template <class>
+struct le_op_t : comparison_op<le_op> {
   static constexpr const char* name = "xf::le";
   static constexpr auto fn = [](auto&& a, auto&& b) { return a <= b; };
 };
-struct gt_op : comparison_op<gt_op> {
+template <class = void>
+struct gt_op_t;
+using gt_op = gt_op_t<>;
+template <class>
+struct gt_op_t : comparison_op<gt_op> {
   static constexpr const char* name = "xf::gt";
   static constexpr auto fn = [](auto&& a, auto&& b) { return a > b; };
 };
-struct ge_op : comparison_op<ge_op> {
+template <class = void>
+struct ge_op_t;
+using ge_op = ge_op_t<>;
+template <class>
+struct ge_op_t : comparison_op<ge_op> {
   static constexpr const char* name = "xf::ge";
   static constexpr auto fn = [](auto&& a, auto&& b) { return a >= b; };
 };
-struct logical_and_op : comparison_op<logical_and_op> {
+template <class = void>
+struct logical_and_op_t;
+using logical_and_op = logical_and_op_t<>;
+template <class>
+struct logical_and_op_t : comparison_op<logical_and_op> {
   static constexpr const char* name = "xf::logical_and";
   static constexpr auto fn = [](auto&& a, auto&& b) {
     using T = value_t<decltype(a)>;
     return xt::not_equal(a, T(0)) && xt::not_equal(b, T(0));
   };
 };
-struct logical_or_op : comparison_op<logical_or_op> {
+template <class = void>
+struct logical_or_op_t;
+using logical_or_op = logical_or_op_t<>;
+template <class>
+struct logical_or_op_t : comparison_op<logical_or_op> {
   static constexpr const char* name = "xf::logical_or";
   static constexpr auto fn = [](auto&& a, auto&& b) {
     using T = value_t<decltype(a)>;
     return xt::not_equal(a, T(0)) || xt::not_equal(b, T(0));
   };
 };
-struct logical_not_op {
+template <class = void>
+struct logical_not_op_t;
+using logical_not_op = logical_not_op_t<>;
+template <class>
+struct logical_not_op_t {
   static constexpr const char* name = "xf::logical_not";
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
@@ -81,10 +117,12 @@ inline tensor compare_scalar(double v, const tensor& t) {
 }  // namespace detail
 
 #define XFUNC_COMPARE(fname, op)                                                                            \
-  inline tensor fname(const tensor& a, const tensor& b) {                                                   \
+  template <int D>                                                                                          \
+  tensor fname(const tensor& a, const tensor& b) {                                                          \
     return detail::call<detail::op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));     \
   }                                                                                                         \
-  inline tensor fname(const tensor& a, double b) { return fname(a, detail::compare_scalar(b, a)); }
+  template <int D>                                                                                          \
+  tensor fname(const tensor& a, double b) { return fname(a, detail::compare_scalar(b, a)); }
 XFUNC_COMPARE(eq, eq_op)
 XFUNC_COMPARE(ne, ne_op)
 XFUNC_COMPARE(lt, lt_op)
@@ -93,8 +131,11 @@ XFUNC_COMPARE(gt, gt_op)
 XFUNC_COMPARE(ge, ge_op)
 #undef XFUNC_COMPARE
 
-inline tensor logical_and(const tensor& a, const tensor& b) { return detail::call<detail::logical_and_op>({}, a, b); }
-inline tensor logical_or(const tensor& a, const tensor& b) { return detail::call<detail::logical_or_op>({}, a, b); }
-inline tensor logical_not(const tensor& a) { return detail::call<detail::logical_not_op>({}, a); }
+template <int D>
+tensor logical_and(const tensor& a, const tensor& b) { return detail::call<detail::logical_and_op>({}, a, b); }
+template <int D>
+tensor logical_or(const tensor& a, const tensor& b) { return detail::call<detail::logical_or_op>({}, a, b); }
+template <int D>
+tensor logical_not(const tensor& a) { return detail::call<detail::logical_not_op>({}, a); }
 
 }  // namespace xfunc

@@ -23,7 +23,11 @@ void for_each_gather_pos(const shape_t& ishape, const shape_t& tshape, std::int6
 }
 
 /// gather(t, dim, index): out[..., j, ...] = t[..., index[..., j, ...], ...] along dim.
-struct gather_op {
+template <class = void>
+struct gather_op_t;
+using gather_op = gather_op_t<>;
+template <class>
+struct gather_op_t {
   static constexpr const char* name = "xf::gather";
   struct attrs {
     std::int64_t dim;
@@ -61,7 +65,8 @@ struct gather_op {
 };
 
 /// Both operands with the batch in front (an unbatched one is expanded to B).
-inline tensor batch_in_front(const tensor& v, std::int64_t bdim, std::int64_t B) {
+template <int = 0>
+tensor batch_in_front(const tensor& v, std::int64_t bdim, std::int64_t B) {
   if (bdim != no_bdim) return bdim_to_front(v, bdim);
   shape_t s = v.shape();
   s.insert(0, B);
@@ -69,7 +74,11 @@ inline tensor batch_in_front(const tensor& v, std::int64_t bdim, std::int64_t B)
 }
 
 /// scatter_add(base, dim, index, src): base with src[..., j, ...] added at index[..., j, ...].
-struct scatter_add_op {
+template <class = void>
+struct scatter_add_op_t;
+using scatter_add_op = scatter_add_op_t<>;
+template <class>
+struct scatter_add_op_t {
   static constexpr const char* name = "xf::scatter_add";
   struct attrs {
     std::int64_t dim;
@@ -111,17 +120,23 @@ struct scatter_add_op {
   }
 };
 
-inline tensor_list gather_op::vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
+template <class V>
+tensor_list gather_op_t<V>::vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
   return {call<scatter_add_op>({a.dim}, zeros_like(in[0]).to(g.dtype()), in[1], g), tensor()};
 }
-inline batched gather_op::batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
-                                const attrs& a) {
+template <class V>
+batched gather_op_t<V>::batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
+                              const attrs& a) {
   tensor t = batch_in_front(in[0], bdims[0], B), index = batch_in_front(in[1], bdims[1], B);
   return {call<gather_op>({a.dim + 1}, t, index), 0};
 }
 
 /// index_select(t, dim, index): the slices of t at the (1-d) index along dim.
-struct index_select_op {
+template <class = void>
+struct index_select_op_t;
+using index_select_op = index_select_op_t<>;
+template <class>
+struct index_select_op_t {
   static constexpr const char* name = "xf::index_select";
   struct attrs {
     std::int64_t dim;
@@ -166,13 +181,15 @@ struct index_select_op {
 };
 }  // namespace detail
 
-inline tensor index_select(const tensor& t, std::int64_t dim, const tensor& index) {
+template <int D>
+tensor index_select(const tensor& t, std::int64_t dim, const tensor& index) {
   detail::check_index_tensor(index, "xf::index_select");
   if (index.dim() > 1) detail::fail("xf::index_select: index must be 0-d or 1-d, got shape ", index.shape());
   const std::int64_t d = detail::wrap_dim(dim, t.dim());
   return detail::call<detail::index_select_op>({d}, t, index.dim() == 0 ? index.reshape({1}) : index);
 }
-inline tensor gather(const tensor& t, std::int64_t dim, const tensor& index) {
+template <int D>
+tensor gather(const tensor& t, std::int64_t dim, const tensor& index) {
   detail::check_index_tensor(index, "xf::gather");
   return detail::call<detail::gather_op>({detail::wrap_dim(dim, t.dim())}, t, index);
 }

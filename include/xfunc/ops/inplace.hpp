@@ -45,7 +45,8 @@ inline void write_through(const tensor& self, const tensor& r, const char* name)
 }
 
 /// The new value r of wrapper s, checked and cast to s's shape and dtype.
-inline tensor fit_result(const tensor& s, tensor r, const char* name) {
+template <int = 0>
+tensor fit_result(const tensor& s, tensor r, const char* name) {
   if (!(broadcast_shapes(s.shape(), r.shape()) == s.shape()))
     fail(name, ": the result has shape ", r.shape(), " which does not fit the destination's shape ", s.shape());
   if (is_floating(r.dtype()) && !is_floating(s.dtype()))
@@ -57,7 +58,8 @@ inline tensor fit_result(const tensor& s, tensor r, const char* name) {
 
 /// V^T(r) and the mask of the elements a view V of `base` covers, computed with the vjp of the
 /// view's replay (views are linear, so their vjp embeds a value back into the base's shape).
-inline std::pair<tensor, tensor> embed_into_base(const view_info& v, const tensor& base, const tensor& r) {
+template <int = 0>
+std::pair<tensor, tensor> embed_into_base(const view_info& v, const tensor& base, const tensor& r) {
   const bool floating = is_floating(base.dtype());
   tensor b = floating ? base : base.to(f64);
   auto replay = [&](const tensor& x) { return v.replay(floating ? x : x.to(base.dtype())).to(b.dtype()); };
@@ -68,7 +70,8 @@ inline std::pair<tensor, tensor> embed_into_base(const view_info& v, const tenso
 }
 
 /// Gives wrapper s (of a grad, jvp or functionalize layer) the new value r.
-inline void commit(const tensor& s, const tensor& r, const char* name) {
+template <int = 0>
+void commit(const tensor& s, const tensor& r, const char* name) {
   tensor_impl* p = s.impl();
   if (!p->view) {
     assign_wrapper_value(p, r);
@@ -86,7 +89,8 @@ inline void commit(const tensor& s, const tensor& r, const char* name) {
   refresh_view(s);
 }
 
-inline tensor& apply_inplace(tensor& self, std::vector<tensor> others, const char* name, const inplace_fn& compute) {
+template <int = 0>
+tensor& apply_inplace(tensor& self, std::vector<tensor> others, const char* name, const inplace_fn& compute) {
   tensor s = strip_dead(self);
   for (auto& o : others) o = strip_dead(o);
   std::vector<tensor> all{s};
@@ -139,55 +143,71 @@ inline tensor& apply_inplace(tensor& self, std::vector<tensor> others, const cha
 }
 }  // namespace detail
 
-inline tensor& tensor::add_(const tensor& o) {
+template <int D>
+tensor& tensor::add_(const tensor& o) {
   return detail::apply_inplace(*this, {o}, "xf::add_", [](const tensor& s, std::span<const tensor> x) { return add(s, x[0]); });
 }
-inline tensor& tensor::add_(double v) {
+template <int D>
+tensor& tensor::add_(double v) {
   return detail::apply_inplace(*this, {}, "xf::add_", [v](const tensor& s, std::span<const tensor>) { return add(s, v); });
 }
-inline tensor& tensor::sub_(const tensor& o) {
+template <int D>
+tensor& tensor::sub_(const tensor& o) {
   return detail::apply_inplace(*this, {o}, "xf::sub_", [](const tensor& s, std::span<const tensor> x) { return sub(s, x[0]); });
 }
-inline tensor& tensor::sub_(double v) {
+template <int D>
+tensor& tensor::sub_(double v) {
   return detail::apply_inplace(*this, {}, "xf::sub_", [v](const tensor& s, std::span<const tensor>) { return sub(s, v); });
 }
-inline tensor& tensor::mul_(const tensor& o) {
+template <int D>
+tensor& tensor::mul_(const tensor& o) {
   return detail::apply_inplace(*this, {o}, "xf::mul_", [](const tensor& s, std::span<const tensor> x) { return mul(s, x[0]); });
 }
-inline tensor& tensor::mul_(double v) {
+template <int D>
+tensor& tensor::mul_(double v) {
   return detail::apply_inplace(*this, {}, "xf::mul_", [v](const tensor& s, std::span<const tensor>) { return mul(s, v); });
 }
-inline tensor& tensor::div_(const tensor& o) {
+template <int D>
+tensor& tensor::div_(const tensor& o) {
   return detail::apply_inplace(*this, {o}, "xf::div_", [](const tensor& s, std::span<const tensor> x) { return div(s, x[0]); });
 }
-inline tensor& tensor::div_(double v) {
+template <int D>
+tensor& tensor::div_(double v) {
   return detail::apply_inplace(*this, {}, "xf::div_", [v](const tensor& s, std::span<const tensor>) { return div(s, v); });
 }
-inline tensor& tensor::copy_(const tensor& src) {
+template <int D>
+tensor& tensor::copy_(const tensor& src) {
   return detail::apply_inplace(*this, {src}, "xf::copy_", [](const tensor& s, std::span<const tensor> x) {
     if (is_floating(x[0].dtype()) && !is_floating(s.dtype())) return x[0];  // reported by the write
     return x[0].dtype() == s.dtype() ? x[0] : x[0].to(s.dtype());
   });
 }
-inline tensor& tensor::zero_() { return fill_(0.0); }
-inline tensor& tensor::fill_(double v) {
+template <int D>
+tensor& tensor::zero_() { return fill_(0.0); }
+template <int D>
+tensor& tensor::fill_(double v) {
   return detail::apply_inplace(*this, {}, "xf::fill_", [v](const tensor& s, std::span<const tensor>) {
     return full({}, v, is_floating(s.dtype()) ? s.dtype() : s.dtype() == b8 ? b8 : i64);
   });
 }
-inline tensor& tensor::neg_() {
+template <int D>
+tensor& tensor::neg_() {
   return detail::apply_inplace(*this, {}, "xf::neg_", [](const tensor& s, std::span<const tensor>) { return neg(s); });
 }
-inline tensor& tensor::exp_() {
+template <int D>
+tensor& tensor::exp_() {
   return detail::apply_inplace(*this, {}, "xf::exp_", [](const tensor& s, std::span<const tensor>) { return exp(s); });
 }
-inline tensor& tensor::sin_() {
+template <int D>
+tensor& tensor::sin_() {
   return detail::apply_inplace(*this, {}, "xf::sin_", [](const tensor& s, std::span<const tensor>) { return sin(s); });
 }
-inline tensor& tensor::cos_() {
+template <int D>
+tensor& tensor::cos_() {
   return detail::apply_inplace(*this, {}, "xf::cos_", [](const tensor& s, std::span<const tensor>) { return cos(s); });
 }
-inline tensor& tensor::clamp_(double lo, double hi) {
+template <int D>
+tensor& tensor::clamp_(double lo, double hi) {
   return detail::apply_inplace(*this, {}, "xf::clamp_",
                                [lo, hi](const tensor& s, std::span<const tensor>) { return clamp(s, lo, hi); });
 }

@@ -47,7 +47,11 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
 }
 
 /// bmm_op(a [P, n, k], b [P, k, m]) -> [P, n, m].
-struct bmm_op {
+template <class = void>
+struct bmm_op_t;
+using bmm_op = bmm_op_t<>;
+template <class>
+struct bmm_op_t {
   static constexpr const char* name = "xf::bmm";
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
@@ -116,7 +120,8 @@ struct bmm_op {
 };
 }  // namespace detail
 
-inline tensor matmul(const tensor& a, const tensor& b) {
+template <int D>
+tensor matmul(const tensor& a, const tensor& b) {
   if (a.dim() == 0 || b.dim() == 0)
     detail::fail("xf::matmul: both arguments need at least one dimension (got ", a.dim(), " and ", b.dim(),
                  "); use mul for scalars");
@@ -140,27 +145,32 @@ inline tensor matmul(const tensor& a, const tensor& b) {
   if (b.dim() > 1) out.push_back(m);
   return c.reshape(out);
 }
-inline tensor dot(const tensor& a, const tensor& b) {
+template <int D>
+tensor dot(const tensor& a, const tensor& b) {
   if (a.dim() != 1 || b.dim() != 1)
     detail::fail("xf::dot: expects two 1-d tensors, got shapes ", a.shape(), " and ", b.shape());
   return matmul(a, b);
 }
-inline tensor outer(const tensor& a, const tensor& b) {
+template <int D>
+tensor outer(const tensor& a, const tensor& b) {
   if (a.dim() != 1 || b.dim() != 1)
     detail::fail("xf::outer: expects two 1-d tensors, got shapes ", a.shape(), " and ", b.shape());
   return a.unsqueeze(1) * b.unsqueeze(0);
 }
-inline tensor mm(const tensor& a, const tensor& b) {
+template <int D>
+tensor mm(const tensor& a, const tensor& b) {
   if (a.dim() != 2 || b.dim() != 2)
     detail::fail("xf::mm: expects two 2-d tensors, got shapes ", a.shape(), " and ", b.shape());
   return matmul(a, b);
 }
-inline tensor mv(const tensor& a, const tensor& b) {
+template <int D>
+tensor mv(const tensor& a, const tensor& b) {
   if (a.dim() != 2 || b.dim() != 1)
     detail::fail("xf::mv: expects a 2-d and a 1-d tensor, got shapes ", a.shape(), " and ", b.shape());
   return matmul(a, b);
 }
-inline tensor bmm(const tensor& a, const tensor& b) {
+template <int D>
+tensor bmm(const tensor& a, const tensor& b) {
   if (a.dim() != 3 || b.dim() != 3 || a.size(0) != b.size(0))
     detail::fail("xf::bmm: expects two 3-d tensors with the same batch size, got shapes ", a.shape(), " and ",
                  b.shape());

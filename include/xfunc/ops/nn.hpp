@@ -4,12 +4,15 @@
 
 namespace xfunc {
 
-inline tensor softmax(const tensor& t, std::int64_t dim) { return exp(t - logsumexp(t, {dim}, true)); }
-inline tensor log_softmax(const tensor& t, std::int64_t dim) { return t - logsumexp(t, {dim}, true); }
+template <int D>
+tensor softmax(const tensor& t, std::int64_t dim) { return exp(t - logsumexp(t, {dim}, true)); }
+template <int D>
+tensor log_softmax(const tensor& t, std::int64_t dim) { return t - logsumexp(t, {dim}, true); }
 
 /// Mean negative log-likelihood of integer class `target` under `logits` ([N, C] with target
 /// [N], or [C] with a 0-d target).
-inline tensor cross_entropy(const tensor& logits, const tensor& target) {
+template <int D>
+tensor cross_entropy(const tensor& logits, const tensor& target) {
   if (target.dtype() != i64)
     detail::fail("xf::cross_entropy: target must hold int64 class indices, got dtype ", target.dtype());
   if (logits.dim() != target.dim() + 1 || logits.dim() > 2)
@@ -18,9 +21,11 @@ inline tensor cross_entropy(const tensor& logits, const tensor& target) {
   tensor picked = gather(log_softmax(logits, -1), -1, target.unsqueeze(-1)).squeeze(-1);
   return -mean(picked);
 }
-inline tensor mse_loss(const tensor& a, const tensor& b) { return mean(square(a - b)); }
+template <int D>
+tensor mse_loss(const tensor& a, const tensor& b) { return mean(square(a - b)); }
 /// x · wᵀ + b (b may be undefined: no bias).
-inline tensor linear(const tensor& x, const tensor& w, const tensor& b) {
+template <int D>
+tensor linear(const tensor& x, const tensor& w, const tensor& b) {
   tensor y = matmul(x, w.t());
   return b.defined() ? y + b : y;
 }

@@ -42,49 +42,81 @@ struct pointwise_unary {
   }
 };
 
-struct neg_op : pointwise_unary<neg_op> {
+template <class = void>
+struct neg_op_t;
+using neg_op = neg_op_t<>;
+template <class>
+struct neg_op_t : pointwise_unary<neg_op> {
   static constexpr const char* name = "xf::neg";
   static constexpr bool keeps_dtype = true;
   static constexpr auto fn = [](auto&& x) { return -x; };
   static tensor derivative(const tensor& x, const tensor&) { return full_like(x, -1.0); }
 };
-struct exp_op : pointwise_unary<exp_op> {
+template <class = void>
+struct exp_op_t;
+using exp_op = exp_op_t<>;
+template <class>
+struct exp_op_t : pointwise_unary<exp_op> {
   static constexpr const char* name = "xf::exp";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::exp(x); };
   static tensor derivative(const tensor&, const tensor& y) { return y; }
 };
-struct log_op : pointwise_unary<log_op> {
+template <class = void>
+struct log_op_t;
+using log_op = log_op_t<>;
+template <class>
+struct log_op_t : pointwise_unary<log_op> {
   static constexpr const char* name = "xf::log";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::log(x); };
   static tensor derivative(const tensor& x, const tensor&) { return reciprocal(x); }
 };
-struct sin_op : pointwise_unary<sin_op> {
+template <class = void>
+struct sin_op_t;
+using sin_op = sin_op_t<>;
+template <class>
+struct sin_op_t : pointwise_unary<sin_op> {
   static constexpr const char* name = "xf::sin";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::sin(x); };
   static tensor derivative(const tensor& x, const tensor&) { return cos(x); }
 };
-struct cos_op : pointwise_unary<cos_op> {
+template <class = void>
+struct cos_op_t;
+using cos_op = cos_op_t<>;
+template <class>
+struct cos_op_t : pointwise_unary<cos_op> {
   static constexpr const char* name = "xf::cos";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::cos(x); };
   static tensor derivative(const tensor& x, const tensor&) { return -sin(x); }
 };
-struct tan_op : pointwise_unary<tan_op> {
+template <class = void>
+struct tan_op_t;
+using tan_op = tan_op_t<>;
+template <class>
+struct tan_op_t : pointwise_unary<tan_op> {
   static constexpr const char* name = "xf::tan";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::tan(x); };
   static tensor derivative(const tensor&, const tensor& y) { return 1.0 + square(y); }
 };
-struct tanh_op : pointwise_unary<tanh_op> {
+template <class = void>
+struct tanh_op_t;
+using tanh_op = tanh_op_t<>;
+template <class>
+struct tanh_op_t : pointwise_unary<tanh_op> {
   static constexpr const char* name = "xf::tanh";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::tanh(x); };
   static tensor derivative(const tensor&, const tensor& y) { return 1.0 - square(y); }
 };
-struct sigmoid_op : pointwise_unary<sigmoid_op> {
+template <class = void>
+struct sigmoid_op_t;
+using sigmoid_op = sigmoid_op_t<>;
+template <class>
+struct sigmoid_op_t : pointwise_unary<sigmoid_op> {
   static constexpr const char* name = "xf::sigmoid";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) {
@@ -93,7 +125,11 @@ struct sigmoid_op : pointwise_unary<sigmoid_op> {
   };
   static tensor derivative(const tensor&, const tensor& y) { return y * (1.0 - y); }
 };
-struct relu_op : pointwise_unary<relu_op> {
+template <class = void>
+struct relu_op_t;
+using relu_op = relu_op_t<>;
+template <class>
+struct relu_op_t : pointwise_unary<relu_op> {
   static constexpr const char* name = "xf::relu";
   static constexpr bool keeps_dtype = true;
   static constexpr auto fn = [](auto&& x) {
@@ -102,19 +138,31 @@ struct relu_op : pointwise_unary<relu_op> {
   };
   static tensor derivative(const tensor& x, const tensor&) { return (x > 0.0).to(x.dtype()); }
 };
-struct abs_op : pointwise_unary<abs_op> {
+template <class = void>
+struct abs_op_t;
+using abs_op = abs_op_t<>;
+template <class>
+struct abs_op_t : pointwise_unary<abs_op> {
   static constexpr const char* name = "xf::abs";
   static constexpr bool keeps_dtype = true;
   static constexpr auto fn = [](auto&& x) { return xt::abs(x); };
   static tensor derivative(const tensor& x, const tensor&) { return sign(x); }
 };
-struct sqrt_op : pointwise_unary<sqrt_op> {
+template <class = void>
+struct sqrt_op_t;
+using sqrt_op = sqrt_op_t<>;
+template <class>
+struct sqrt_op_t : pointwise_unary<sqrt_op> {
   static constexpr const char* name = "xf::sqrt";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::sqrt(x); };
   static tensor derivative(const tensor&, const tensor& y) { return 0.5 / y; }
 };
-struct rsqrt_op : pointwise_unary<rsqrt_op> {
+template <class = void>
+struct rsqrt_op_t;
+using rsqrt_op = rsqrt_op_t<>;
+template <class>
+struct rsqrt_op_t : pointwise_unary<rsqrt_op> {
   static constexpr const char* name = "xf::rsqrt";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) {
@@ -123,31 +171,51 @@ struct rsqrt_op : pointwise_unary<rsqrt_op> {
   };
   static tensor derivative(const tensor&, const tensor& y) { return -0.5 * y * y * y; }
 };
-struct square_op : pointwise_unary<square_op> {
+template <class = void>
+struct square_op_t;
+using square_op = square_op_t<>;
+template <class>
+struct square_op_t : pointwise_unary<square_op> {
   static constexpr const char* name = "xf::square";
   static constexpr bool keeps_dtype = true;
   static constexpr auto fn = [](auto&& x) { return x * x; };
   static tensor derivative(const tensor& x, const tensor&) { return 2.0 * x; }
 };
-struct log1p_op : pointwise_unary<log1p_op> {
+template <class = void>
+struct log1p_op_t;
+using log1p_op = log1p_op_t<>;
+template <class>
+struct log1p_op_t : pointwise_unary<log1p_op> {
   static constexpr const char* name = "xf::log1p";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::log1p(x); };
   static tensor derivative(const tensor& x, const tensor&) { return reciprocal(1.0 + x); }
 };
-struct expm1_op : pointwise_unary<expm1_op> {
+template <class = void>
+struct expm1_op_t;
+using expm1_op = expm1_op_t<>;
+template <class>
+struct expm1_op_t : pointwise_unary<expm1_op> {
   static constexpr const char* name = "xf::expm1";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::expm1(x); };
   static tensor derivative(const tensor&, const tensor& y) { return y + 1.0; }
 };
-struct sign_op : pointwise_unary<sign_op> {
+template <class = void>
+struct sign_op_t;
+using sign_op = sign_op_t<>;
+template <class>
+struct sign_op_t : pointwise_unary<sign_op> {
   static constexpr const char* name = "xf::sign";
   static constexpr bool keeps_dtype = true;
   static constexpr auto fn = [](auto&& x) { return xt::sign(x); };
   static tensor derivative(const tensor& x, const tensor&) { return zeros_like(x); }
 };
-struct reciprocal_op : pointwise_unary<reciprocal_op> {
+template <class = void>
+struct reciprocal_op_t;
+using reciprocal_op = reciprocal_op_t<>;
+template <class>
+struct reciprocal_op_t : pointwise_unary<reciprocal_op> {
   static constexpr const char* name = "xf::reciprocal";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) {
@@ -156,7 +224,11 @@ struct reciprocal_op : pointwise_unary<reciprocal_op> {
   };
   static tensor derivative(const tensor&, const tensor& y) { return -square(y); }
 };
-struct erf_op : pointwise_unary<erf_op> {
+template <class = void>
+struct erf_op_t;
+using erf_op = erf_op_t<>;
+template <class>
+struct erf_op_t : pointwise_unary<erf_op> {
   static constexpr const char* name = "xf::erf";
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::erf(x); };
@@ -199,7 +271,11 @@ inline dtype arithmetic_dtype(dtype a, dtype b) {
 }
 inline dtype floating_dtype(dtype a, dtype b) { return promote_with_double(promote(a, b)); }
 
-struct add_op : pointwise_binary<add_op> {
+template <class = void>
+struct add_op_t;
+using add_op = add_op_t<>;
+template <class>
+struct add_op_t : pointwise_binary<add_op> {
   static constexpr const char* name = "xf::add";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
@@ -214,7 +290,11 @@ struct add_op : pointwise_binary<add_op> {
     return t[0] + t[1];
   }
 };
-struct sub_op : pointwise_binary<sub_op> {
+template <class = void>
+struct sub_op_t;
+using sub_op = sub_op_t<>;
+template <class>
+struct sub_op_t : pointwise_binary<sub_op> {
   static constexpr const char* name = "xf::sub";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
@@ -228,14 +308,22 @@ struct sub_op : pointwise_binary<sub_op> {
     return t[0] - t[1];
   }
 };
-struct mul_op : pointwise_binary<mul_op> {
+template <class = void>
+struct mul_op_t;
+using mul_op = mul_op_t<>;
+template <class>
+struct mul_op_t : pointwise_binary<mul_op> {
   static constexpr const char* name = "xf::mul";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
   static constexpr auto fn = [](auto&& a, auto&& b) { return a * b; };
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) { return {b, a}; }
 };
-struct div_op : pointwise_binary<div_op> {
+template <class = void>
+struct div_op_t;
+using div_op = div_op_t<>;
+template <class>
+struct div_op_t : pointwise_binary<div_op> {
   static constexpr const char* name = "xf::div";
   using types = backend::floating_types;
   static constexpr auto compute_dtype = floating_dtype;
@@ -245,7 +333,11 @@ struct div_op : pointwise_binary<div_op> {
     return {rb, -y * rb};
   }
 };
-struct pow_op : pointwise_binary<pow_op> {
+template <class = void>
+struct pow_op_t;
+using pow_op = pow_op_t<>;
+template <class>
+struct pow_op_t : pointwise_binary<pow_op> {
   static constexpr const char* name = "xf::pow";
   using types = backend::floating_types;
   static constexpr auto compute_dtype = floating_dtype;
@@ -256,7 +348,11 @@ struct pow_op : pointwise_binary<pow_op> {
     return {b * pow(a, b - 1.0), where(pos, y * log(where(pos, a, ones_like(a))), zeros_like(y))};
   }
 };
-struct maximum_op : pointwise_binary<maximum_op> {
+template <class = void>
+struct maximum_op_t;
+using maximum_op = maximum_op_t<>;
+template <class>
+struct maximum_op_t : pointwise_binary<maximum_op> {
   static constexpr const char* name = "xf::maximum";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
@@ -267,7 +363,11 @@ struct maximum_op : pointwise_binary<maximum_op> {
     return {da, 1.0 - da};
   }
 };
-struct minimum_op : pointwise_binary<minimum_op> {
+template <class = void>
+struct minimum_op_t;
+using minimum_op = minimum_op_t<>;
+template <class>
+struct minimum_op_t : pointwise_binary<minimum_op> {
   static constexpr const char* name = "xf::minimum";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
@@ -277,7 +377,11 @@ struct minimum_op : pointwise_binary<minimum_op> {
     return {da, 1.0 - da};
   }
 };
-struct atan2_op : pointwise_binary<atan2_op> {
+template <class = void>
+struct atan2_op_t;
+using atan2_op = atan2_op_t<>;
+template <class>
+struct atan2_op_t : pointwise_binary<atan2_op> {
   static constexpr const char* name = "xf::atan2";
   using types = backend::floating_types;
   static constexpr auto compute_dtype = floating_dtype;
@@ -289,7 +393,11 @@ struct atan2_op : pointwise_binary<atan2_op> {
 };
 
 /// pow with a C++ double exponent: d/dx x^p = p x^(p-1).
-struct pow_scalar_op {
+template <class = void>
+struct pow_scalar_op_t;
+using pow_scalar_op = pow_scalar_op_t<>;
+template <class>
+struct pow_scalar_op_t {
   static constexpr const char* name = "xf::pow";
   struct attrs {
     double p;
@@ -318,7 +426,11 @@ struct pow_scalar_op {
 };
 
 /// clamp(t, lo, hi): the gradient passes where lo <= t <= hi.
-struct clamp_op {
+template <class = void>
+struct clamp_op_t;
+using clamp_op = clamp_op_t<>;
+template <class>
+struct clamp_op_t {
   static constexpr const char* name = "xf::clamp";
   struct attrs {
     double lo, hi;
@@ -346,7 +458,11 @@ struct clamp_op {
 };
 
 /// where(cond, a, b): cond is not differentiable; gradients are routed by cond.
-struct where_op {
+template <class = void>
+struct where_op_t;
+using where_op = where_op_t<>;
+template <class>
+struct where_op_t {
   static constexpr const char* name = "xf::where";
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
@@ -389,7 +505,8 @@ struct where_op {
 // promote() is a float32 tensor with dimensions next to a 0-d float64 one; the 0-d operand is
 // cast (differentiably: its gradient comes back as float64) before the op is dispatched. This
 // happens on the logical tensors, before any transform layer, so vmap and a loop agree.
-inline tensor zero_dim_operand(const tensor& z, const tensor& other) {
+template <int = 0>
+tensor zero_dim_operand(const tensor& z, const tensor& other) {
   return z.dim() == 0 && other.dim() > 0 && z.dtype() == dtype::float64 && other.dtype() == dtype::float32
              ? z.to(dtype::float32)
              : z;
@@ -397,7 +514,8 @@ inline tensor zero_dim_operand(const tensor& z, const tensor& other) {
 }  // namespace detail
 
 #define XFUNC_UNARY(fname, op) \
-  inline tensor fname(const tensor& x) { return detail::call<detail::op>({}, x); }
+  template <int D>             \
+  tensor fname(const tensor& x) { return detail::call<detail::op>({}, x); }
 XFUNC_UNARY(neg, neg_op)
 XFUNC_UNARY(exp, exp_op)
 XFUNC_UNARY(log, log_op)
@@ -419,35 +537,46 @@ XFUNC_UNARY(erf, erf_op)
 #undef XFUNC_UNARY
 
 #define XFUNC_BINARY(fname, op)                                                                          \
-  inline tensor fname(const tensor& a, const tensor& b) {                                                \
+  template <int D>                                                                                       \
+  tensor fname(const tensor& a, const tensor& b) {                                                       \
     return detail::call<detail::op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));  \
   }                                                                                                      \
-  inline tensor fname(const tensor& a, double b) { return fname(a, detail::scalar_like(b, a)); }        \
-  inline tensor fname(double a, const tensor& b) { return fname(detail::scalar_like(a, b), b); }
+  template <int D>                                                                                       \
+  tensor fname(const tensor& a, double b) { return fname(a, detail::scalar_like(b, a)); }               \
+  template <int D>                                                                                       \
+  tensor fname(double a, const tensor& b) { return fname(detail::scalar_like(a, b), b); }
 XFUNC_BINARY(add, add_op)
 XFUNC_BINARY(sub, sub_op)
 XFUNC_BINARY(mul, mul_op)
 XFUNC_BINARY(div, div_op)
 #undef XFUNC_BINARY
 
-inline tensor pow(const tensor& a, const tensor& b) {
+template <int D>
+tensor pow(const tensor& a, const tensor& b) {
   return detail::call<detail::pow_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
 }
-inline tensor pow(const tensor& a, double b) { return detail::call<detail::pow_scalar_op>({b}, a); }
-inline tensor pow(double a, const tensor& b) { return pow(detail::scalar_like(a, b), b); }
-inline tensor maximum(const tensor& a, const tensor& b) {
+template <int D>
+tensor pow(const tensor& a, double b) { return detail::call<detail::pow_scalar_op>({b}, a); }
+template <int D>
+tensor pow(double a, const tensor& b) { return pow(detail::scalar_like(a, b), b); }
+template <int D>
+tensor maximum(const tensor& a, const tensor& b) {
   return detail::call<detail::maximum_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
 }
-inline tensor minimum(const tensor& a, const tensor& b) {
+template <int D>
+tensor minimum(const tensor& a, const tensor& b) {
   return detail::call<detail::minimum_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
 }
-inline tensor atan2(const tensor& a, const tensor& b) {
+template <int D>
+tensor atan2(const tensor& a, const tensor& b) {
   return detail::call<detail::atan2_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
 }
-inline tensor where(const tensor& cond, const tensor& a, const tensor& b) {
+template <int D>
+tensor where(const tensor& cond, const tensor& a, const tensor& b) {
   return detail::call<detail::where_op>({}, cond, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
 }
-inline tensor clamp(const tensor& t, double lo, double hi) {
+template <int D>
+tensor clamp(const tensor& t, double lo, double hi) {
   if (lo > hi) detail::fail("xf::clamp: lo (", lo, ") must not exceed hi (", hi, ")");
   return detail::call<detail::clamp_op>({lo, hi}, t);
 }

@@ -57,7 +57,8 @@ tensor reduce_kernel(const tensor& x, const dims_t& dims, bool keepdim, dtype co
 }
 
 /// (keepdim) g reshaped so it broadcasts against the input of a reduction over `dims`.
-inline tensor unsqueeze_reduced(const tensor& g, const dims_t& dims, bool keepdim) {
+template <int = 0>
+tensor unsqueeze_reduced(const tensor& g, const dims_t& dims, bool keepdim) {
   if (keepdim) return g;
   tensor r = g;
   for (auto d : dims) r = r.unsqueeze(d);  // dims ascending
@@ -77,7 +78,11 @@ batched reduce_batch(std::span<const tensor> in, std::span<const std::int64_t> b
   return {dispatch<Op>(std::span<const tensor>(&v, 1), b), 0};
 }
 
-struct sum_op {
+template <class = void>
+struct sum_op_t;
+using sum_op = sum_op_t<>;
+template <class>
+struct sum_op_t {
   static constexpr const char* name = "xf::sum";
   using attrs = reduce_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
@@ -131,16 +136,28 @@ struct extreme_op {
     return reduce_batch<D>(in, bdims, a);
   }
 };
-struct amax_op : extreme_op<amax_op> {
+template <class = void>
+struct amax_op_t;
+using amax_op = amax_op_t<>;
+template <class>
+struct amax_op_t : extreme_op<amax_op> {
   static constexpr const char* name = "xf::amax";
   static bool better(auto x, auto best) { return x > best; }
 };
-struct amin_op : extreme_op<amin_op> {
+template <class = void>
+struct amin_op_t;
+using amin_op = amin_op_t<>;
+template <class>
+struct amin_op_t : extreme_op<amin_op> {
   static constexpr const char* name = "xf::amin";
   static bool better(auto x, auto best) { return x < best; }
 };
 
-struct argmax_op {
+template <class = void>
+struct argmax_op_t;
+using argmax_op = argmax_op_t<>;
+template <class>
+struct argmax_op_t {
   static constexpr const char* name = "xf::argmax";
   using attrs = reduce_attrs;  // one dim
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
@@ -162,7 +179,11 @@ struct argmax_op {
 
 /// prod over one dim. d/dx_i prod_j x_j = prod_{j != i} x_j, computed without dividing so that
 /// zeros in the input give exact gradients.
-struct prod_op {
+template <class = void>
+struct prod_op_t;
+using prod_op = prod_op_t<>;
+template <class>
+struct prod_op_t {
   static constexpr const char* name = "xf::prod";
   using attrs = reduce_attrs;  // one dim
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
@@ -198,7 +219,11 @@ struct prod_op {
 /// that the gradient at x == 0 is 0, as torch's (the composite gives 0 * inf = NaN there): the
 /// derivative x / |x| is computed with the denominator replaced by 1 where |x| == 0, where x is
 /// itself all zeros. Written with xfunc ops, so it is differentiable again and batchable.
-struct norm_op {
+template <class = void>
+struct norm_op_t;
+using norm_op = norm_op_t<>;
+template <class>
+struct norm_op_t {
   static constexpr const char* name = "xf::norm";
   using attrs = reduce_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
@@ -248,29 +273,38 @@ inline std::int64_t reduced_count(const tensor& t, const dims_t& nd) {
 }
 }  // namespace detail
 
-inline tensor sum(const tensor& t, const dims_t& dims, bool keepdim) {
+template <int D>
+tensor sum(const tensor& t, const dims_t& dims, bool keepdim) {
   return detail::call<detail::sum_op>({detail::reduction_dims(t, dims), keepdim}, t);
 }
-inline tensor sum(const tensor& t) { return sum(t, {}, false); }
-inline tensor mean(const tensor& t, const dims_t& dims, bool keepdim) {
+template <int D>
+tensor sum(const tensor& t) { return sum(t, {}, false); }
+template <int D>
+tensor mean(const tensor& t, const dims_t& dims, bool keepdim) {
   const dims_t nd = detail::reduction_dims(t, dims);
   tensor s = detail::call<detail::sum_op>({nd, keepdim}, is_floating(t.dtype()) ? t : t.to(f32));
   return s / static_cast<double>(detail::reduced_count(t, nd));
 }
-inline tensor mean(const tensor& t) { return mean(t, {}, false); }
-inline tensor prod(const tensor& t, std::int64_t dim, bool keepdim) {
+template <int D>
+tensor mean(const tensor& t) { return mean(t, {}, false); }
+template <int D>
+tensor prod(const tensor& t, std::int64_t dim, bool keepdim) {
   return detail::call<detail::prod_op>({detail::reduction_dims(t, {dim}), keepdim}, t);
 }
-inline tensor amax(const tensor& t, const dims_t& dims, bool keepdim) {
+template <int D>
+tensor amax(const tensor& t, const dims_t& dims, bool keepdim) {
   return detail::call<detail::amax_op>({detail::reduction_dims(t, dims), keepdim}, t);
 }
-inline tensor amin(const tensor& t, const dims_t& dims, bool keepdim) {
+template <int D>
+tensor amin(const tensor& t, const dims_t& dims, bool keepdim) {
   return detail::call<detail::amin_op>({detail::reduction_dims(t, dims), keepdim}, t);
 }
-inline tensor argmax(const tensor& t, std::int64_t dim, bool keepdim) {
+template <int D>
+tensor argmax(const tensor& t, std::int64_t dim, bool keepdim) {
   return detail::call<detail::argmax_op>({detail::reduction_dims(t, {dim}), keepdim}, t);
 }
-inline tensor logsumexp(const tensor& t, const dims_t& dims, bool keepdim) {
+template <int D>
+tensor logsumexp(const tensor& t, const dims_t& dims, bool keepdim) {
   const dims_t nd = detail::reduction_dims(t, dims);
   // shift by the (constant) maximum for stability; its derivative cancels exactly
   tensor m = amax(t, nd, true).detach();
@@ -278,12 +312,14 @@ inline tensor logsumexp(const tensor& t, const dims_t& dims, bool keepdim) {
   tensor r = log(sum(exp(t - m), nd, true)) + m;
   return keepdim ? r : r.reshape(detail::reduced_shape(t.shape(), nd, false));
 }
-inline tensor var(const tensor& t, const dims_t& dims, std::int64_t correction, bool keepdim) {
+template <int D>
+tensor var(const tensor& t, const dims_t& dims, std::int64_t correction, bool keepdim) {
   const dims_t nd = detail::reduction_dims(t, dims);
   const double n = static_cast<double>(detail::reduced_count(t, nd));
   tensor centered = t - mean(t, nd, true);
   return sum(square(centered), nd, keepdim) / std::max(n - static_cast<double>(correction), 0.0);
 }
-inline tensor norm(const tensor& t) { return detail::call<detail::norm_op>({detail::reduction_dims(t, {}), false}, t); }
+template <int D>
+tensor norm(const tensor& t) { return detail::call<detail::norm_op>({detail::reduction_dims(t, {}), false}, t); }
 
 }  // namespace xfunc

@@ -84,7 +84,11 @@ inline bool view_strides(const shape_t& os, const shape_t& ost, const shape_t& n
   return view_d == -1;
 }
 
-struct view_op {
+template <class = void>
+struct view_op_t;
+using view_op = view_op_t<>;
+template <class>
+struct view_op_t {
   static constexpr const char* name = "xf::view";
   static constexpr bool is_view = true;
   struct attrs {
@@ -117,7 +121,11 @@ struct view_op {
   }
 };
 
-struct permute_op {
+template <class = void>
+struct permute_op_t;
+using permute_op = permute_op_t<>;
+template <class>
+struct permute_op_t {
   static constexpr const char* name = "xf::permute";
   static constexpr bool is_view = true;
   struct attrs {
@@ -152,7 +160,11 @@ struct permute_op {
   }
 };
 
-struct expand_op {
+template <class = void>
+struct expand_op_t;
+using expand_op = expand_op_t<>;
+template <class>
+struct expand_op_t {
   static constexpr const char* name = "xf::expand";
   static constexpr bool is_view = true;
   static constexpr bool view_writable = false;  // expanded elements share memory
@@ -193,7 +205,8 @@ struct expand_op {
 
 /// Gradient of taking a slice [start, start+len) along dim of a tensor of `shape`: g padded
 /// with zeros (written with cat so it is differentiable and batchable itself).
-inline tensor pad_slice_grad(const tensor& g, const shape_t& shape, std::int64_t dim, std::int64_t start,
+template <int = 0>
+tensor pad_slice_grad(const tensor& g, const shape_t& shape, std::int64_t dim, std::int64_t start,
                              std::int64_t len) {
   std::vector<tensor> parts;
   const auto du = static_cast<std::size_t>(dim);
@@ -211,7 +224,11 @@ inline tensor pad_slice_grad(const tensor& g, const shape_t& shape, std::int64_t
   return parts.size() == 1 ? g : cat(parts, dim);
 }
 
-struct narrow_op {
+template <class = void>
+struct narrow_op_t;
+using narrow_op = narrow_op_t<>;
+template <class>
+struct narrow_op_t {
   static constexpr const char* name = "xf::narrow";
   static constexpr bool is_view = true;
   struct attrs {
@@ -236,7 +253,11 @@ struct narrow_op {
   }
 };
 
-struct select_op {
+template <class = void>
+struct select_op_t;
+using select_op = select_op_t<>;
+template <class>
+struct select_op_t {
   static constexpr const char* name = "xf::select";
   static constexpr bool is_view = true;
   struct attrs {
@@ -262,7 +283,11 @@ struct select_op {
 };
 
 /// diagonal over dims (d1, d2); the diagonal becomes the last dim (torch's convention).
-struct diagonal_op {
+template <class = void>
+struct diagonal_op_t;
+using diagonal_op = diagonal_op_t<>;
+template <class>
+struct diagonal_op_t {
   static constexpr const char* name = "xf::diagonal";
   static constexpr bool is_view = true;
   struct attrs {
@@ -309,7 +334,11 @@ struct diagonal_op {
   }
 };
 
-struct clone_op {
+template <class = void>
+struct clone_op_t;
+using clone_op = clone_op_t<>;
+template <class>
+struct clone_op_t {
   static constexpr const char* name = "xf::clone";
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
@@ -332,7 +361,11 @@ struct clone_op {
 };
 
 /// detach: an alias with no derivative at any grad or jvp layer (batching is kept).
-struct detach_op {
+template <class = void>
+struct detach_op_t;
+using detach_op = detach_op_t<>;
+template <class>
+struct detach_op_t {
   static constexpr const char* name = "xf::detach";
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
@@ -345,7 +378,11 @@ struct detach_op {
   }
 };
 
-struct to_dtype_op {
+template <class = void>
+struct to_dtype_op_t;
+using to_dtype_op = to_dtype_op_t<>;
+template <class>
+struct to_dtype_op_t {
   static constexpr const char* name = "xf::to";
   struct attrs {
     dtype dt;
@@ -366,7 +403,11 @@ struct to_dtype_op {
   }
 };
 
-struct cat_op {
+template <class = void>
+struct cat_op_t;
+using cat_op = cat_op_t<>;
+template <class>
+struct cat_op_t {
   static constexpr const char* name = "xf::cat";
   struct attrs {
     std::int64_t dim;  // normalised
@@ -440,7 +481,11 @@ struct cat_op {
   }
 };
 
-struct flip_op {
+template <class = void>
+struct flip_op_t;
+using flip_op = flip_op_t<>;
+template <class>
+struct flip_op_t {
   static constexpr const char* name = "xf::flip";
   struct attrs {
     dims_t dims;  // normalised
@@ -476,11 +521,13 @@ struct flip_op {
 
 // ---- methods and free functions -------------------------------------------------------------
 
-inline tensor tensor::view(shape_t s) const {
+template <int D>
+tensor tensor::view(shape_t s) const {
   s = detail::infer_shape(s, numel(), "xf: view");
   return detail::call<detail::view_op>({s}, *this);
 }
-inline tensor tensor::reshape(shape_t s) const {
+template <int D>
+tensor tensor::reshape(shape_t s) const {
   s = detail::infer_shape(s, numel(), "xf: reshape");
   // a view when the layout allows one (as torch), otherwise a contiguous copy
   const detail::tensor_impl* d = detail::dense_of(*this);
@@ -489,7 +536,8 @@ inline tensor tensor::reshape(shape_t s) const {
     return contiguous().view(s);
   return view(s);
 }
-inline tensor tensor::permute(dims_t dims) const {
+template <int D>
+tensor tensor::permute(dims_t dims) const {
   if (static_cast<std::int64_t>(dims.size()) != dim())
     detail::fail("xf: permute needs one entry per dimension (", dim(), "), got ", dims.size());
   dims_t n = detail::normalize_dims(dims, dim());
@@ -498,7 +546,8 @@ inline tensor tensor::permute(dims_t dims) const {
   for (auto& d : dims) d = detail::wrap_dim(d, dim());
   return detail::call<detail::permute_op>({dims}, *this);
 }
-inline tensor tensor::transpose(std::int64_t d0, std::int64_t d1) const {
+template <int D>
+tensor tensor::transpose(std::int64_t d0, std::int64_t d1) const {
   const std::int64_t r = dim();
   if (r == 0) return *this;
   d0 = detail::wrap_dim(d0, r);
@@ -508,11 +557,13 @@ inline tensor tensor::transpose(std::int64_t d0, std::int64_t d1) const {
   std::swap(p[static_cast<std::size_t>(d0)], p[static_cast<std::size_t>(d1)]);
   return detail::call<detail::permute_op>({p}, *this);
 }
-inline tensor tensor::t() const {
+template <int D>
+tensor tensor::t() const {
   if (dim() != 2) detail::fail("xf: t() expects a 2-d tensor, got ", dim(), " dimensions; use transpose(d0, d1)");
   return transpose(0, 1);
 }
-inline tensor tensor::movedim(std::int64_t src, std::int64_t dst) const {
+template <int D>
+tensor tensor::movedim(std::int64_t src, std::int64_t dst) const {
   const std::int64_t r = dim();
   src = detail::wrap_dim(src, r);
   dst = detail::wrap_dim(dst, r);
@@ -523,24 +574,28 @@ inline tensor tensor::movedim(std::int64_t src, std::int64_t dst) const {
   p.insert(p.begin() + dst, src);
   return detail::call<detail::permute_op>({p}, *this);
 }
-inline tensor tensor::unsqueeze(std::int64_t d) const {
+template <int D>
+tensor tensor::unsqueeze(std::int64_t d) const {
   d = detail::wrap_dim(d, dim() + 1);
   shape_t s = shape();
   s.insert(static_cast<std::size_t>(d), 1);
   return detail::call<detail::view_op>({s}, *this);
 }
-inline tensor tensor::squeeze() const {
+template <int D>
+tensor tensor::squeeze() const {
   shape_t s;
   for (auto e : shape())
     if (e != 1) s.push_back(e);
   return detail::call<detail::view_op>({s}, *this);
 }
-inline tensor tensor::squeeze(std::int64_t d) const {
+template <int D>
+tensor tensor::squeeze(std::int64_t d) const {
   d = detail::wrap_dim(d, dim());
   if (dim() == 0 || shape()[static_cast<std::size_t>(d)] != 1) return view(shape());
   return detail::call<detail::view_op>({detail::without(shape(), static_cast<std::size_t>(d))}, *this);
 }
-inline tensor tensor::expand(shape_t s) const {
+template <int D>
+tensor tensor::expand(shape_t s) const {
   const std::size_t lead = s.size() >= shape().size() ? s.size() - shape().size() : 0;
   for (std::size_t i = 0; i < s.size(); ++i)
     if (s[i] == -1) {
@@ -549,8 +604,10 @@ inline tensor tensor::expand(shape_t s) const {
     }
   return detail::call<detail::expand_op>({s}, *this);
 }
-inline tensor tensor::flatten() const { return reshape({-1}); }
-inline tensor tensor::select(std::int64_t d, std::int64_t i) const {
+template <int D>
+tensor tensor::flatten() const { return reshape({-1}); }
+template <int D>
+tensor tensor::select(std::int64_t d, std::int64_t i) const {
   if (dim() == 0) detail::fail("xf: select() cannot be applied to a 0-d tensor");
   d = detail::wrap_dim(d, dim());
   const std::int64_t n = shape()[static_cast<std::size_t>(d)];
@@ -558,7 +615,8 @@ inline tensor tensor::select(std::int64_t d, std::int64_t i) const {
     detail::fail("xf: select: index ", i, " is out of range for dimension ", d, " of size ", n);
   return detail::call<detail::select_op>({d, i < 0 ? i + n : i}, *this);
 }
-inline tensor tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t len) const {
+template <int D>
+tensor tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t len) const {
   if (dim() == 0) detail::fail("xf: narrow() cannot be applied to a 0-d tensor");
   d = detail::wrap_dim(d, dim());
   const std::int64_t n = shape()[static_cast<std::size_t>(d)];
@@ -567,18 +625,24 @@ inline tensor tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t le
     detail::fail("xf: narrow: start ", start, " and length ", len, " do not fit dimension ", d, " of size ", n);
   return detail::call<detail::narrow_op>({d, start, len}, *this);
 }
-inline tensor tensor::diagonal() const {
+template <int D>
+tensor tensor::diagonal() const {
   if (dim() < 2) detail::fail("xf: diagonal() needs at least 2 dimensions, got ", dim());
   return detail::call<detail::diagonal_op>({0, 1}, *this);
 }
-inline tensor tensor::clone() const { return detail::call<detail::clone_op>({}, *this); }
-inline tensor tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
-inline tensor tensor::detach() const { return detail::call<detail::detach_op>({}, *this); }
-inline tensor tensor::to(xfunc::dtype d) const {
+template <int D>
+tensor tensor::clone() const { return detail::call<detail::clone_op>({}, *this); }
+template <int D>
+tensor tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+template <int D>
+tensor tensor::detach() const { return detail::call<detail::detach_op>({}, *this); }
+template <int D>
+tensor tensor::to(xfunc::dtype d) const {
   if (d == dtype()) return *this;
   return detail::call<detail::to_dtype_op>({d}, *this);
 }
-inline tensor stop_gradient(const tensor& t) { return t.detach(); }
+template <int D>
+tensor stop_gradient(const tensor& t) { return t.detach(); }
 
 inline shape_t tensor::strides() const {
   check_defined();
@@ -590,13 +654,15 @@ inline shape_t tensor::strides() const {
 }
 inline bool tensor::is_contiguous() const { return detail::backend::is_contiguous_layout(shape(), strides()); }
 
-inline tensor cat(const std::vector<tensor>& ts, std::int64_t dim) {
+template <int D>
+tensor cat(const std::vector<tensor>& ts, std::int64_t dim) {
   if (ts.empty()) detail::fail("xf::cat: needs at least one tensor");
   const std::int64_t d = detail::wrap_dim(dim, ts[0].dim());
   if (ts[0].dim() == 0) detail::fail("xf::cat: zero-dimensional tensors cannot be concatenated; use stack");
   return detail::dispatch<detail::cat_op>(ts, {d});
 }
-inline tensor stack(const std::vector<tensor>& ts, std::int64_t dim) {
+template <int D>
+tensor stack(const std::vector<tensor>& ts, std::int64_t dim) {
   if (ts.empty()) detail::fail("xf::stack: needs at least one tensor");
   const std::int64_t d = detail::wrap_dim(dim, ts[0].dim() + 1);
   std::vector<tensor> us;
@@ -609,7 +675,8 @@ inline tensor stack(const std::vector<tensor>& ts, std::int64_t dim) {
   }
   return detail::dispatch<detail::cat_op>(us, {d});
 }
-inline std::vector<tensor> split(const tensor& t, std::int64_t size, std::int64_t dim) {
+template <int D>
+std::vector<tensor> split(const tensor& t, std::int64_t size, std::int64_t dim) {
   if (size <= 0) detail::fail("xf::split: size must be positive, got ", size);
   const std::int64_t d = detail::wrap_dim(dim, t.dim());
   const std::int64_t n = t.size(d);
@@ -617,7 +684,8 @@ inline std::vector<tensor> split(const tensor& t, std::int64_t size, std::int64_
   for (std::int64_t s = 0; s < n; s += size) out.push_back(t.narrow(d, s, std::min(size, n - s)));
   return out;
 }
-inline tensor flip(const tensor& t, const dims_t& dims) {
+template <int D>
+tensor flip(const tensor& t, const dims_t& dims) {
   return detail::call<detail::flip_op>({detail::normalize_dims(dims, t.dim())}, t);
 }
 

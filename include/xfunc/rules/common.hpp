@@ -8,8 +8,11 @@
 
 namespace xfunc::detail {
 
+// Helpers that call ops are templates (NOTE: [Lazy instantiation] in fwd.hpp).
+
 /// Sums g down to `shape` (undoing broadcasting) and casts it to `dt`.
-inline tensor sum_to(const tensor& g, const shape_t& shape, dtype dt) {
+template <int = 0>
+tensor sum_to(const tensor& g, const shape_t& shape, dtype dt) {
   if (!g.defined()) return g;
   tensor r = g;
   const auto gd = static_cast<std::size_t>(g.dim());
@@ -25,13 +28,15 @@ inline tensor sum_to(const tensor& g, const shape_t& shape, dtype dt) {
   }
   return r.dtype() == dt ? r : r.to(dt);
 }
-inline tensor sum_to(const tensor& g, const tensor& like) { return sum_to(g, like.shape(), like.dtype()); }
+template <int = 0>
+tensor sum_to(const tensor& g, const tensor& like) { return sum_to(g, like.shape(), like.dtype()); }
 
 /// A tangent that may be undefined (zero), as a tensor of `like`'s shape.
 inline tensor or_zeros(const tensor& t, const tensor& like) { return t.defined() ? t : zeros_like(like); }
 
 /// v with its batch dim at the front (v unchanged when bdim is no_bdim or 0).
-inline tensor bdim_to_front(const tensor& v, std::int64_t bdim) {
+template <int = 0>
+tensor bdim_to_front(const tensor& v, std::int64_t bdim) {
   return bdim == no_bdim || bdim == 0 ? v : v.movedim(bdim, 0);
 }
 
@@ -40,7 +45,8 @@ inline std::int64_t logical_rank(const tensor& v, std::int64_t bdim) { return v.
 
 /// For broadcasting ops: batched values get their batch dim in front and size-1 dims after it
 /// up to the largest logical rank, so the op's own broadcasting lines the examples up.
-inline tensor_list align_for_broadcast(std::span<const tensor> in, std::span<const std::int64_t> bdims) {
+template <int = 0>
+tensor_list align_for_broadcast(std::span<const tensor> in, std::span<const std::int64_t> bdims) {
   std::int64_t rank = 0;
   for (std::size_t i = 0; i < in.size(); ++i) rank = std::max(rank, logical_rank(in[i], bdims[i]));
   tensor_list out(in.begin(), in.end());

@@ -50,7 +50,8 @@ Arg map_in_dims(const Arg& arg, const E& e, F&& f) {
 }
 
 /// Moves the batch dim of an output leaf of layer L to out_dim (or expands an unbatched one).
-inline tensor unwrap_batched_output(const tensor& t, const layer* L, std::optional<std::int64_t> out_dim) {
+template <int = 0>
+tensor unwrap_batched_output(const tensor& t, const layer* L, std::optional<std::int64_t> out_dim) {
   if (!out_dim) {
     if (belongs_to(t, L))
       fail("xf::vmap: an output with out_dims none depends on the mapped inputs (it is batched); "
