@@ -40,7 +40,7 @@ class context {
     (saved_forward_.push_back(ts), ...);
   }
   /// The saved tensors (inside jvp: those given to save_for_forward).
-  std::vector<tensor> saved_tensors() const { return in_jvp_ ? saved_forward_ : saved_; }
+  const std::vector<tensor>& saved_tensors() const { return in_jvp_ ? saved_forward_ : saved_; }
 
   /// Declares inputs that forward modified in place (and returned): they may alias outputs.
   template <class... T>

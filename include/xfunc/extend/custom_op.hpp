@@ -5,7 +5,8 @@
 #include <functional>
 #include <map>
 #include <mutex>
-#include <typeindex>
+#include <atomic>
+#include <typeinfo>
 
 #include <xfunc/core/pytree.hpp>
 #include <xfunc/extend/dynamic_op.hpp>
@@ -34,11 +35,24 @@ struct custom_op_def {
       vmap;
 };
 
-/// A name's entry in the registry; handles keep it, so re-registration reaches them.
+/// One registered definition and its type (the handle's signature).
+struct custom_op_entry {
+  std::shared_ptr<const void> def;
+  const std::type_info* type;
+};
+
+/// A name's entry in the registry; handles keep it, so re-registration reaches them. Calls read
+/// the current definition with one atomic load (no lock); registrations, under the lock, add a
+/// new one. Old definitions are kept: a call in flight, or a recorded node, may still use one.
 struct custom_op_slot {
   std::mutex m;
-  std::shared_ptr<const void> def;
-  std::type_index type = typeid(void);
+  std::atomic<const custom_op_entry*> current{nullptr};
+  std::vector<std::unique_ptr<custom_op_entry>> history;
+
+  void publish(std::shared_ptr<const void> def, const std::type_info& type) {  // under m
+    history.push_back(std::make_unique<custom_op_entry>(custom_op_entry{std::move(def), &type}));
+    current.store(history.back().get(), std::memory_order_release);
+  }
 };
 
 inline std::shared_ptr<custom_op_slot> custom_op_slot_for(const std::string& name) {
@@ -141,7 +155,7 @@ template <class R, class... P>
 struct custom_op_call final : dyn_call {
   using def_t = custom_op_def<R, P...>;
   using args_t = op_args<P...>;
-  std::shared_ptr<const def_t> def;
+  const def_t* def;  // kept alive by the registry (custom_op_slot::history)
   typename def_t::values_t values;
   op_layout layout;
 
@@ -242,7 +256,7 @@ class custom_op_handle<R(P...)> {
 
   /// Runs the op under whatever transforms are active.
   R operator()(P... args) const {
-    std::shared_ptr<const def_t> d = def();
+    const def_t* d = def();
     values_t values{args...};
     // no transform and no trace: the kernel straight away
     if (detail::current_stack().layers.empty() && !detail::tls_trace) {
@@ -257,7 +271,7 @@ class custom_op_handle<R(P...)> {
     detail::op_layout layout;
     detail::op_args<P...>::flatten(values, flat, layout);
     auto call = std::make_shared<detail::custom_op_call<R, P...>>();
-    call->def = std::move(d);
+    call->def = d;
     call->values = std::move(values);
     call->layout = std::move(layout);
     detail::tensor_list outs = detail::dispatch_dyn(call, flat);
@@ -316,11 +330,11 @@ class custom_op_handle<R(P...)> {
   }
 
   /// The current definition (internal; used by xf::opcheck).
-  std::shared_ptr<const def_t> def() const {
-    std::lock_guard<std::mutex> lock(slot_->m);
-    if (slot_->type != typeid(def_t))
+  const def_t* def() const {
+    const detail::custom_op_entry* e = slot_->current.load(std::memory_order_acquire);
+    if (*e->type != typeid(def_t))
       detail::fail("xf::custom_op: this handle's op was registered again with a different signature; use the new handle");
-    return std::static_pointer_cast<const def_t>(slot_->def);
+    return static_cast<const def_t*>(e->def.get());
   }
 
  private:
@@ -350,11 +364,9 @@ class custom_op_handle<R(P...)> {
   template <class U>
   void update(U&& change) {
     std::lock_guard<std::mutex> lock(slot_->m);
-    if (slot_->type != typeid(def_t))
-      detail::fail("xf::custom_op: this handle's op was registered again with a different signature; use the new handle");
-    auto d = std::make_shared<def_t>(*std::static_pointer_cast<const def_t>(slot_->def));
+    auto d = std::make_shared<def_t>(*def());
     change(*d);
-    slot_->def = std::move(d);
+    slot_->publish(std::move(d), typeid(def_t));
   }
   template <class G>
   static void push_gradient(detail::tensor_list& out, const G& g) {
@@ -405,8 +417,7 @@ auto make_custom_op(const std::string& name, F fn, const std::vector<std::string
   auto slot = custom_op_slot_for(name);
   {
     std::lock_guard<std::mutex> lock(slot->m);
-    slot->def = std::move(def);
-    slot->type = typeid(typename types::def);
+    slot->publish(std::move(def), typeid(typename types::def));
   }
   return typename types::handle(slot);
 }

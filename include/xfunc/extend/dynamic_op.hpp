@@ -62,7 +62,8 @@ struct dyn_call : std::enable_shared_from_this<dyn_call> {
 };
 using dyn_call_ptr = std::shared_ptr<const dyn_call>;
 
-tensor_list dispatch_dyn(const dyn_call_ptr& c, std::span<const tensor> in);
+inline tensor_list dispatch_dyn(const dyn_call_ptr& c, std::span<const tensor> in);
+inline tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in);
 
 inline bool differentiable_output(const autograd::context* ctx, const tensor& t) {
   return t.defined() && is_floating(t.dtype()) && !(ctx && context_access::is_non_differentiable(*ctx, t.impl()));
@@ -126,7 +127,7 @@ struct dyn_node final : grad_node {
   tensor_list apply(const tensor& g) override {
     tensor_list gs(outs.size());
     if (single) gs[only] = g;
-    else gs = std::exchange(pending, tensor_list(outs.size()));
+    else std::swap(gs, pending);
     if (!call->has_backward()) fail_no_formula(*call, "xf::grad");
     if (context_access::materialize(*ctx))
       for (std::size_t k = 0; k < gs.size(); ++k)
@@ -229,10 +230,8 @@ inline tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std:
   node->call = c;
   node->ctx = ctx;
   node->next = std::move(next);
-  node->primals = values;
-  node->outs = outs;
   node->single = n_diff == 1;
-  node->pending.resize(outs.size());
+  if (!node->single) node->pending.resize(outs.size());
   tensor_list result(outs.size());
   for (std::size_t k = 0; k < outs.size(); ++k) {
     if (!differentiable_output(ctx.get(), outs[k])) {
@@ -249,6 +248,8 @@ inline tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std:
     }
     result[k] = rebind_dirty(*ctx, in, values, outs[k], wrap_grad(outs[k], L, std::move(out_node)), L.get());
   }
+  node->primals = std::move(values);
+  node->outs = std::move(outs);
   return result;
 }
 
@@ -419,21 +420,22 @@ inline tensor_list dyn_batch_loop(const dyn_call_ptr& c, std::span<const tensor>
       std::fprintf(stderr, "xf::vmap: %s has no vmap rule; falling back to a loop over the batch (slow)\n",
                    c->name().c_str());
   }
-  std::vector<tensor_list> per_example;
-  per_example.reserve(static_cast<std::size_t>(B));
+  std::vector<std::vector<tensor>> parts;  // per output: its per-example values, stacked at the end
   tensor_list slice(values.size());
+  bool plain = true;  // then every example goes straight to the kernel
+  for (const auto& v : values) plain = plain && (!v.impl() || v.impl()->is_dense());
   for (std::int64_t b = 0; b < B; ++b) {
     for (std::size_t i = 0; i < values.size(); ++i)
       slice[i] = bdims[i] == no_bdim ? values[i] : values[i].select(bdims[i], b);
-    per_example.push_back(dispatch_dyn(c, slice));
+    tensor_list outs = plain ? dyn_bottom(c, slice) : dispatch_dyn(c, slice);
+    if (b == 0) {
+      parts.resize(outs.size());
+      for (auto& p : parts) p.reserve(static_cast<std::size_t>(B));
+    }
+    for (std::size_t k = 0; k < outs.size(); ++k) parts[k].push_back(std::move(outs[k]));
   }
-  tensor_list outs(per_example.empty() ? 0 : per_example[0].size());
-  for (std::size_t k = 0; k < outs.size(); ++k) {
-    std::vector<tensor> parts;
-    parts.reserve(per_example.size());
-    for (const auto& e : per_example) parts.push_back(e[k]);
-    outs[k] = xfunc::stack(parts, 0);
-  }
+  tensor_list outs(parts.size());
+  for (std::size_t k = 0; k < outs.size(); ++k) outs[k] = xfunc::stack(parts[k], 0);
   return outs;
 }
 
@@ -503,7 +505,12 @@ inline void check_no_alias(const std::string& name, std::span<const tensor> in, 
 /// The call below every layer: the kernel (the fake one on meta tensors) of an opaque call, or
 /// the forward of a transparent one, with every layer hidden; recorded when make_fx traces.
 inline tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in) {
-  lower_guard hide_all(0);
+  // every layer hidden: swapping the stack out costs no allocation (lower_guard copies)
+  struct hide_all_layers {
+    std::vector<layer_ptr> saved;
+    hide_all_layers() { saved.swap(current_stack().layers); }
+    ~hide_all_layers() { current_stack().layers.swap(saved); }
+  } hide;
   if (!c->opaque()) return c->forward(in);
   bool on_meta = false;
   for (const auto& t : in) on_meta = on_meta || (t.defined() && t.device() == meta);

@@ -187,10 +187,10 @@ constexpr bool function_checks() {
   }
 }
 
-inline bool all_plain(std::span<const tensor> ts) {
-  for (const auto& t : ts)
-    if (t.impl() && !t.impl()->is_dense()) return false;
-  return true;
+template <class T>
+bool plain_arg(const T& a) {
+  if constexpr (is_tensor_arg_v<T>) return !a.impl() || a.impl()->is_dense();
+  else return true;
 }
 
 inline std::atomic<bool> single_level_allowed{false};
@@ -207,10 +207,10 @@ struct function {
     if constexpr (detail::function_checks<Derived, Args...>()) {
       using call_t = detail::function_call<Derived, Args...>;
       using Out = typename call_t::Out;
+      // no transform anywhere: just the forward (its ops are traced one by one by make_fx)
+      if (detail::current_stack().layers.empty() && (detail::plain_arg(args) && ...)) return Derived::forward(args...);
       std::tuple<Args...> a{args...};
       detail::tensor_list flat = call_t::flat_tensors(a);
-      // no transform anywhere: just the forward (its ops are traced one by one by make_fx)
-      if (detail::current_stack().layers.empty() && detail::all_plain(flat)) return Derived::forward(args...);
       auto call = std::make_shared<const call_t>(std::move(a));
       return detail::unflatten_output<Out>(detail::dispatch_dyn(call, flat));
     }
