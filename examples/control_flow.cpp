@@ -8,15 +8,13 @@
 
 #include <xfunc/xfunc.hpp>
 
+#include "example_check.hpp"
+
 namespace xf = xfunc;
 
 namespace {
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  std::cout << (ok ? "  ok    " : "  FAIL  ") << what << '\n';
-  if (!ok) ++failures;
-}
+using example::check;
+using example::failures;
 
 // A piecewise function: x^2 where the row sums to a positive number, -x elsewhere. A C++ `if` on
 // sum(x) would be data-dependent under vmap; xf::cond is not.

@@ -16,15 +16,13 @@
 
 #include <xfunc/xfunc.hpp>
 
+#include "example_check.hpp"
+
 namespace xf = xfunc;
 
 namespace {
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  std::cout << (ok ? "  ok    " : "  FAIL  ") << what << '\n';
-  if (!ok) ++failures;
-}
+using example::check;
+using example::failures;
 
 bool all_finite(const xf::tensor& t) {
   for (double v : xf::to_xtensor<double>(t))

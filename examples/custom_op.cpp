@@ -13,6 +13,8 @@
 #include <utility>
 
 #include <xfunc/xfunc.hpp>
+
+#include "example_check.hpp"
 #if __has_include(<xfunc/extend/opcheck.hpp>)
 #include <xfunc/extend/opcheck.hpp>
 #define XFUNC_EXAMPLE_HAS_OPCHECK 1
@@ -21,12 +23,8 @@
 namespace xf = xfunc;
 
 namespace {
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  std::cout << (ok ? "  ok    " : "  FAIL  ") << what << '\n';
-  if (!ok) ++failures;
-}
+using example::check;
+using example::failures;
 
 // The CPU kernel. It runs below every transform, so x is a plain dense tensor here; it may be a
 // non-contiguous view, so make it contiguous before walking its buffer.

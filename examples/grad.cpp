@@ -10,15 +10,13 @@
 
 #include <xfunc/xfunc.hpp>
 
+#include "example_check.hpp"
+
 namespace xf = xfunc;
 
 namespace {
-int failures = 0;
-
-void check(bool ok, const std::string& what) {
-  std::cout << (ok ? "  ok    " : "  FAIL  ") << what << '\n';
-  if (!ok) ++failures;
-}
+using example::check;
+using example::failures;
 }  // namespace
 
 int main() try {
