@@ -62,7 +62,8 @@ inline bool is_batched_anywhere(const tensor& t) {
 }
 
 /// Checks that a predicate is a defined 0-d tensor and returns it as a boolean tensor.
-inline tensor predicate(const tensor& p, const char* who) {
+template <int D = 0>
+tensor predicate(const tensor& p, const char* who) {
   if (!p.defined()) fail(who, ": the predicate is an undefined tensor");
   if (p.dim() != 0)
     fail(who, ": the predicate must be a 0-d tensor (boolean or numeric), got shape ", p.shape(),
@@ -71,7 +72,8 @@ inline tensor predicate(const tensor& p, const char* who) {
 }
 
 /// Whether any example's predicate holds (the only one, for an unbatched predicate).
-inline bool any_true(const tensor& bool_pred) {
+template <int D = 0>
+bool any_true(const tensor& bool_pred) {
   tensor v = physical_value(bool_pred);  // every example of every vmap layer
   if (v.numel() == 1) return v.item<bool>();
   return sum(v.to(i64)).item<std::int64_t>() > 0;

@@ -62,8 +62,11 @@ struct dyn_call : std::enable_shared_from_this<dyn_call> {
 };
 using dyn_call_ptr = std::shared_ptr<const dyn_call>;
 
-inline tensor_list dispatch_dyn(const dyn_call_ptr& c, std::span<const tensor> in);
-inline tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in);
+// (templates only to be instantiated lazily: NOTE: [Lazy instantiation] in fwd.hpp)
+template <int D = 0>
+tensor_list dispatch_dyn(const dyn_call_ptr& c, std::span<const tensor> in);
+template <int D = 0>
+tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in);
 
 inline bool differentiable_output(const autograd::context* ctx, const tensor& t) {
   return t.defined() && is_floating(t.dtype()) && !(ctx && context_access::is_non_differentiable(*ctx, t.impl()));
@@ -76,7 +79,8 @@ inline bool differentiable_output(const autograd::context* ctx, const tensor& t)
 
 /// The output tangents of call c from its argument tangents: the registered jvp or the
 /// transposed backward (NOTE: [Runtime-rule calls]).
-inline tensor_list dyn_forward_tangents(const dyn_call& c, autograd::context& ctx, std::span<const tensor> primals,
+template <int D = 0>
+tensor_list dyn_forward_tangents(const dyn_call& c, autograd::context& ctx, std::span<const tensor> primals,
                                         const tensor_list& outs, const tensor_list& tangents) {
   if (c.has_jvp()) {
     tensor_list t(tangents.size());
@@ -115,6 +119,7 @@ inline tensor_list dyn_forward_tangents(const dyn_call& c, autograd::context& ct
 /// The grad-layer node of one runtime-rule call. With several differentiable outputs, each
 /// output's wrapper holds an output_node that deposits its cotangent in `pending`; the backward
 /// pass then runs this node once with all of them.
+template <int D = 0>
 struct dyn_node final : grad_node {
   dyn_call_ptr call;
   std::shared_ptr<autograd::context> ctx;
@@ -148,8 +153,9 @@ struct dyn_node final : grad_node {
   }
 };
 
+template <int D = 0>
 struct dyn_output_node final : grad_node {
-  dyn_node* owner;  // kept alive by next[0]
+  dyn_node<D>* owner;  // kept alive by next[0]
   std::size_t index;
   tensor_list apply(const tensor& g) override {
     tensor& p = owner->pending[index];
@@ -161,7 +167,8 @@ struct dyn_output_node final : grad_node {
 
 /// Arguments written in place are computed on a copy one layer down and the wrapper is rebound
 /// to it afterwards (NOTE: [Mutation under transforms]).
-inline void copy_mutated(const dyn_call& c, std::span<const tensor> in, tensor_list& values, const layer* L) {
+template <int D = 0>
+void copy_mutated(const dyn_call& c, std::span<const tensor> in, tensor_list& values, const layer* L) {
   for (std::size_t i = 0; i < in.size(); ++i)
     if (c.mutates(i) && belongs_to(in[i], L)) values[i] = values[i].clone();
 }
@@ -188,7 +195,8 @@ inline tensor rebind_dirty(const autograd::context& ctx, std::span<const tensor>
 
 /// The call at grad layer L. `single_level`: the forward runs here with L hidden (for
 /// xf::autograd::single_level_function) instead of being dispatched to the layers below.
-inline tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<const tensor> in,
+template <int D = 0>
+tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<const tensor> in,
                                  bool single_level = false) {
   const std::size_t n = in.size();
   tensor_list values(n);
@@ -222,7 +230,7 @@ inline tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std:
     needs[p] = next[i] != nullptr && values[i].defined() && is_floating(values[i].dtype());
   }
   if (c->has_backward() || c->has_jvp()) c->setup(*ctx, values, outs);
-  auto node = std::make_shared<dyn_node>();
+  auto node = std::make_shared<dyn_node<D>>();
   std::size_t n_diff = 0;
   for (std::size_t k = 0; k < outs.size(); ++k)
     if (differentiable_output(ctx.get(), outs[k])) node->only = k, ++n_diff;
@@ -240,7 +248,7 @@ inline tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std:
     }
     std::shared_ptr<grad_node> out_node = node;
     if (!node->single) {
-      auto o = std::make_shared<dyn_output_node>();
+      auto o = std::make_shared<dyn_output_node<D>>();
       o->owner = node.get();
       o->index = k;
       o->next = {node};
@@ -253,7 +261,8 @@ inline tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std:
   return result;
 }
 
-inline tensor_list dyn_jvp_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<const tensor> in) {
+template <int D = 0>
+tensor_list dyn_jvp_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<const tensor> in) {
   const std::size_t n = in.size();
   tensor_list primals(n), tangents(n);
   bool any = false;
@@ -290,7 +299,8 @@ inline tensor_list dyn_jvp_rule(const layer_ptr& L, const dyn_call_ptr& c, std::
 }
 
 /// Moves the batch dim of t (a value of vmap layer T, or unbatched) to the front.
-inline tensor batch_to_front(const tensor& t, const layer* T) {
+template <int D = 0>
+tensor batch_to_front(const tensor& t, const layer* T) {
   if (!t.defined()) return t;
   if (belongs_to(t, T)) return t.impl()->inner.movedim(t.impl()->bdim, 0);
   shape_t s = t.shape();
@@ -302,6 +312,7 @@ inline tensor batch_to_front(const tensor& t, const layer* T) {
 /// `base` run under a private vmap layer on the batched values (NOTE: [Runtime-rule calls]).
 /// Outputs have their batch dim in front. The batch dims of the tensors setup_context saved are
 /// kept in the context, one entry per such layer.
+template <int D = 0>
 struct generated_vmap_call final : dyn_call {
   dyn_call_ptr base;
   std::vector<std::int64_t> bdims;  // per flat argument
@@ -410,7 +421,8 @@ struct generated_vmap_call final : dyn_call {
 };
 
 /// vmap fallback for runtime-rule calls without a batching rule: one call per example.
-inline tensor_list dyn_batch_loop(const dyn_call_ptr& c, std::span<const tensor> values,
+template <int D = 0>
+tensor_list dyn_batch_loop(const dyn_call_ptr& c, std::span<const tensor> values,
                                   std::span<const std::int64_t> bdims, std::int64_t B) {
   {
     static std::mutex m;
@@ -439,7 +451,8 @@ inline tensor_list dyn_batch_loop(const dyn_call_ptr& c, std::span<const tensor>
   return outs;
 }
 
-inline tensor_list dyn_vmap_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<const tensor> in) {
+template <int D = 0>
+tensor_list dyn_vmap_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<const tensor> in) {
   const std::size_t n = in.size();
   tensor_list values(n);
   std::vector<std::int64_t> bdims(n, no_bdim);
@@ -457,7 +470,7 @@ inline tensor_list dyn_vmap_rule(const layer_ptr& L, const dyn_call_ptr& c, std:
              " outputs; give one per output tensor");
       break;
     case dyn_call::batching::generated:
-      outs = dispatch_dyn(std::make_shared<generated_vmap_call>(c, bdims, L->batch_size, L->rand), values);
+      outs = dispatch_dyn(std::make_shared<generated_vmap_call<D>>(c, bdims, L->batch_size, L->rand), values);
       out_bdims.assign(outs.size(), 0);
       break;
     case dyn_call::batching::loop:
@@ -473,7 +486,8 @@ inline tensor_list dyn_vmap_rule(const layer_ptr& L, const dyn_call_ptr& c, std:
   return outs;
 }
 
-inline tensor_list dyn_functional_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<const tensor> in) {
+template <int D = 0>
+tensor_list dyn_functional_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<const tensor> in) {
   tensor_list values(in.size());
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (belongs_to(in[i], L.get())) refresh_view(in[i]);
@@ -504,7 +518,8 @@ inline void check_no_alias(const std::string& name, std::span<const tensor> in, 
 
 /// The call below every layer: the kernel (the fake one on meta tensors) of an opaque call, or
 /// the forward of a transparent one, with every layer hidden; recorded when make_fx traces.
-inline tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in) {
+template <int D>
+tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in) {
   // every layer hidden: swapping the stack out costs no allocation (lower_guard copies)
   struct hide_all_layers {
     std::vector<layer_ptr> saved;
@@ -530,7 +545,8 @@ inline tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in)
   return outs;
 }
 
-inline tensor_list dispatch_dyn(const dyn_call_ptr& c, std::span<const tensor> in) {
+template <int D>
+tensor_list dispatch_dyn(const dyn_call_ptr& c, std::span<const tensor> in) {
   bool dead = false;
   for (const auto& t : in) dead = dead || is_dead_wrapper(t.impl());
   if (dead) {

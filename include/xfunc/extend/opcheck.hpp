@@ -8,7 +8,8 @@
 namespace xfunc {
 namespace detail {
 
-inline tensor deep_copy(const tensor& t) { return t.defined() ? t.contiguous().clone() : t; }
+template <int D = 0>
+tensor deep_copy(const tensor& t) { return t.defined() ? t.contiguous().clone() : t; }
 
 template <class... P>
 auto copy_values(const typename op_args<P...>::values_t& v) {

@@ -30,7 +30,8 @@ inline void fd_set(const tensor& t, std::int64_t j, double v) {
 }
 
 /// Whether a and b agree elementwise; on mismatch writes a report to `why`.
-inline bool fd_close(const tensor& a, const tensor& b, const fd_tolerances& tol, const std::string& what, std::string& why) {
+template <int D = 0>
+bool fd_close(const tensor& a, const tensor& b, const fd_tolerances& tol, const std::string& what, std::string& why) {
   tensor x = a.to(f64).contiguous(), y = b.to(f64).contiguous();
   for (std::int64_t i = 0; i < x.numel(); ++i) {
     const double p = fd_get(x, i), q = fd_get(y, i);
@@ -47,7 +48,9 @@ inline bool fd_close(const tensor& a, const tensor& b, const fd_tolerances& tol,
 /// Compares the vjp (one per output entry) and the jvp (one per input entry) of f, whose output
 /// is one flat tensor, with central differences at xs (contiguous dense tensors, perturbed in
 /// place); only floating inputs are checked. On mismatch returns false and explains in `why`.
-inline bool fd_check(const std::function<tensor(const std::vector<tensor>&)>& f, const std::vector<tensor>& xs,
+/// (A template on F so that the transforms it runs are instantiated only when it is used.)
+template <class F>
+bool fd_check(const F& f, const std::vector<tensor>& xs,
                      const fd_tolerances& tol, std::string& why) {
   // a copy: f may return a view of its input, which the perturbation below would change
   auto call = [&] { return f(xs).to(f64).clone(); };
