@@ -96,6 +96,8 @@ class interpreter {
   }
 
   /// jvp layers: a dual tensor with the given primal and tangent (undefined tangent: zero).
+  /// (A template only to be instantiated lazily: NOTE: [Lazy instantiation] in fwd.hpp.)
+  template <int D = 0>
   tensor wrap(const tensor& primal, const tensor& tangent) const {
     require(transform_kind::jvp, "wrap(primal, tangent)");
     if (!tangent.defined()) return wrap(primal);
