@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <xfunc/core/small_list.hpp>
 #include <xfunc/dispatch/wrappers.hpp>
 #include <xfunc/fwd.hpp>
 
@@ -17,7 +18,7 @@ namespace xfunc::detail {
 // unwrapped tensors, so they land on the layers below: a backward pass is itself differentiable
 // and batchable (hessian, vmap(grad), jacrev = vmap(vjp) need no special cases).
 struct grad_node {
-  std::vector<std::shared_ptr<grad_node>> next;  // one per argument; null = not tracked
+  small_list<std::shared_ptr<grad_node>, 3> next;  // one per argument; null = not tracked
   virtual ~grad_node() = default;
   /// One gradient per argument (undefined = zero or not needed) for the output cotangent g.
   virtual tensor_list apply(const tensor& g) = 0;

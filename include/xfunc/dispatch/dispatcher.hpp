@@ -85,27 +85,9 @@ batched batch_fallback(std::span<const tensor> in, std::span<const std::int64_t>
   return {xfunc::stack(outs, 0), 0};
 }
 
-/// A list of up to N values inline (no allocation), spilling to the heap beyond N. Interpreters
-/// use it for their per-call unwrapped arguments, which are short (ops take 1 to 3 tensors).
-template <class T, std::size_t N>
-class small_list {
- public:
-  explicit small_list(std::size_t n) : n_(n) {
-    if (n > N) heap_.resize(n);
-  }
-  T& operator[](std::size_t i) { return n_ > N ? heap_[i] : inline_[i]; }
-  std::span<const T> span() const { return {n_ > N ? heap_.data() : inline_.data(), n_}; }
-  std::size_t size() const { return n_; }
-
- private:
-  std::size_t n_;
-  std::array<T, N> inline_{};
-  std::vector<T> heap_;
-};
-
 template <class Op>
 struct op_node final : grad_node {
-  tensor_list in;
+  small_list<tensor, 3> in;
   tensor out;
   typename Op::attrs attrs;
   tensor_list apply(const tensor& g) override {
@@ -152,7 +134,7 @@ tensor grad_rule(const layer_ptr& L, std::span<const tensor> in, const typename 
     if (!is_floating(out.dtype())) return out;
     node->out = out;
     node->attrs = a;
-    tensor w = wrap_grad(out, L, std::move(node));
+    tensor w = wrap_grad(std::move(out), L, std::move(node));
     if constexpr (is_view_op<Op>())
       if (belongs_to(in[0], L.get())) track_view<Op>(w, in[0], a);
     return w;
@@ -181,7 +163,7 @@ tensor jvp_rule(const layer_ptr& L, std::span<const tensor> in, const typename O
     if (!any) return out;
     tensor tan = Op::jvp(primals.span(), tangents.span(), out, a);
     if (!tan.defined() && !is_view_op<Op>()) return out;
-    tensor w = wrap_dual(out, tan, L);
+    tensor w = wrap_dual(std::move(out), std::move(tan), L);
     if constexpr (is_view_op<Op>())
       if (belongs_to(in[0], L.get())) track_view<Op>(w, in[0], a);
     return w;
@@ -206,7 +188,7 @@ tensor vmap_rule(const layer_ptr& L, std::span<const tensor> in, const typename 
     else return batch_fallback<Op>(values.span(), bdims.span(), L->batch_size, a);
   }();
   if (r.bdim == no_bdim) return r.value;
-  return wrap_batched(r.value, r.bdim, L);
+  return wrap_batched(std::move(r.value), r.bdim, L);
 }
 
 /// functionalize: ops run on the unwrapped values and their results are wrapped again, so

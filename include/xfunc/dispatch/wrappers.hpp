@@ -20,38 +20,40 @@ struct batched {
   std::int64_t bdim;
 };
 
-inline tensor make_wrapper(impl_kind k, const tensor& inner, const layer_ptr& owner) {
+inline tensor make_wrapper(impl_kind k, tensor inner, const layer_ptr& owner) {
   auto impl = std::make_shared<tensor_impl>();
+  const tensor_impl* v = inner.impl();
+  if (!v) fail("xf: an operation returned an undefined tensor");
   impl->kind = k;
-  impl->dt = inner.dtype();
-  impl->dev = inner.device();
-  impl->shape = inner.shape();
+  impl->dt = v->dt;
+  impl->dev = v->dev;
+  impl->shape = v->shape;
   impl->owner = owner;
-  impl->inner = inner;
+  impl->inner = std::move(inner);  // callers that are done with the value move it in
   return tensor(std::move(impl));
 }
 
-inline tensor wrap_grad(const tensor& value, const layer_ptr& owner, std::shared_ptr<grad_node> node) {
-  tensor w = make_wrapper(impl_kind::grad, value, owner);
+inline tensor wrap_grad(tensor value, const layer_ptr& owner, std::shared_ptr<grad_node> node) {
+  tensor w = make_wrapper(impl_kind::grad, std::move(value), owner);
   w.impl()->node = std::move(node);
   return w;
 }
 
-inline tensor wrap_dual(const tensor& primal, const tensor& tangent, const layer_ptr& owner) {
-  tensor w = make_wrapper(impl_kind::dual, primal, owner);
-  w.impl()->tangent = tangent;
+inline tensor wrap_dual(tensor primal, tensor tangent, const layer_ptr& owner) {
+  tensor w = make_wrapper(impl_kind::dual, std::move(primal), owner);
+  w.impl()->tangent = std::move(tangent);
   return w;
 }
 
-inline tensor wrap_batched(const tensor& value, std::int64_t bdim, const layer_ptr& owner) {
-  tensor w = make_wrapper(impl_kind::batched, value, owner);
+inline tensor wrap_batched(tensor value, std::int64_t bdim, const layer_ptr& owner) {
+  tensor w = make_wrapper(impl_kind::batched, std::move(value), owner);
   w.impl()->shape.erase(static_cast<std::size_t>(bdim));
   w.impl()->bdim = bdim;
   return w;
 }
 
-inline tensor wrap_functional(const tensor& value, const layer_ptr& owner) {
-  return make_wrapper(impl_kind::functional, value, owner);
+inline tensor wrap_functional(tensor value, const layer_ptr& owner) {
+  return make_wrapper(impl_kind::functional, std::move(value), owner);
 }
 
 // NOTE: [Mutation under transforms]

@@ -68,6 +68,14 @@ tensor_list align_for_broadcast(std::span<const tensor> in, std::span<const std:
 template <class Op>
 batched broadcast_batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
                         const typename Op::attrs& a) {
+  // common case first: every batched value has its batch dim in front and the largest rank, so
+  // the values already line up (no list, no views)
+  std::int64_t rank = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) rank = std::max(rank, logical_rank(in[i], bdims[i]));
+  bool aligned = true;
+  for (std::size_t i = 0; i < in.size(); ++i)
+    aligned = aligned && (bdims[i] == no_bdim || (bdims[i] == 0 && in[i].dim() - 1 == rank));
+  if (aligned) return {dispatch<Op>(in, a), 0};
   tensor_list v = align_for_broadcast(in, bdims);
   return {dispatch<Op>(v, a), 0};
 }
