@@ -42,6 +42,15 @@ class small_list {
     }
     n_ = n;
   }
+  void push_back(T v) {
+    if (n_ < N) {
+      inline_[n_++] = std::move(v);
+    } else {
+      if (n_ == N) heap_.assign(std::make_move_iterator(inline_.begin()), std::make_move_iterator(inline_.end()));
+      heap_.push_back(std::move(v));
+      ++n_;
+    }
+  }
   std::size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
   T* data() { return n_ > N ? heap_.data() : inline_.data(); }

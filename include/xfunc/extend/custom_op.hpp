@@ -93,8 +93,8 @@ tensor_list run_op_kernel(F&& f) {
 
 /// The flat tensor list of a custom op's arguments: where each slot comes from.
 struct op_layout {
-  std::vector<std::size_t> position;  // per slot: parameter index
-  std::vector<bool> mutated;          // per slot: Tensor(a!)
+  small_list<std::size_t, 4> position;  // per slot: parameter index
+  small_list<unsigned char, 4> mutated;  // per slot: Tensor(a!) (a byte: no std::vector<bool>)
 };
 
 template <class... P>
@@ -121,7 +121,8 @@ struct op_args {
           ...);
     }(std::index_sequence_for<P...>{});
   }
-  static void flatten(const values_t& v, tensor_list& flat, op_layout& lay) {
+  template <class List>
+  static void flatten(const values_t& v, List& flat, op_layout& lay) {
     for_each_tensor(v, [&](const tensor& t, std::size_t pos, bool mutated) {
       flat.push_back(t);
       lay.position.push_back(pos);
@@ -182,6 +183,21 @@ struct custom_op_call final : dyn_call {
     auto it = def->kernels.find(dev);
     return run(it != def->kernels.end() ? it->second : def->fn, in);
   }
+  tensor forward_single(std::span<const tensor> in) const override {
+    if constexpr (std::is_same_v<R, tensor>) {
+      auto v = args_t::with(values, in);
+      for (const auto& t : in)
+        if (t.defined()) {
+          if (t.device() == meta) return def->fake ? std::apply(def->fake, v) : tensor();
+          auto it = def->kernels.find(t.device().kind);
+          if (it != def->kernels.end()) return std::apply(it->second, v);
+          break;
+        }
+      return std::apply(def->fn, v);
+    } else {
+      return {};
+    }
+  }
   tensor_list fake(std::span<const tensor> in) const override {
     if (!def->fake)
       fail(def->name, ": called on meta tensors (or traced by make_fx) but has no fake kernel; register one with ",
@@ -203,15 +219,17 @@ struct custom_op_call final : dyn_call {
                                                           const vmap_info& info) const override {
     // one in_dim per parameter: a list whose elements are batched differently is moved to dim 0
     std::array<std::optional<std::int64_t>, sizeof...(P)> in_dims{};
-    std::vector<std::int64_t> per_param(sizeof...(P), no_bdim);
-    std::vector<bool> mixed(sizeof...(P), false);
+    std::array<std::int64_t, sizeof...(P)> per_param;
+    per_param.fill(no_bdim);
+    std::array<bool, sizeof...(P)> mixed{};
     for (std::size_t s = 0; s < in.size(); ++s) {
       auto& d = per_param[layout.position[s]];
       if (bdims[s] == no_bdim) continue;
       if (d != no_bdim && d != bdims[s]) mixed[layout.position[s]] = true;
       d = bdims[s];
     }
-    tensor_list phys(in.begin(), in.end());
+    small_list<tensor, 4> phys(in.size());
+    for (std::size_t s = 0; s < in.size(); ++s) phys[s] = in[s];
     for (std::size_t s = 0; s < in.size(); ++s) {
       const std::size_t p = layout.position[s];
       if (per_param[p] == no_bdim) continue;
@@ -258,16 +276,20 @@ class custom_op_handle<R(P...)> {
   R operator()(P... args) const {
     const def_t* d = def();
     values_t values{args...};
-    // no transform and no trace: the kernel straight away
-    if (detail::current_stack().layers.empty() && !detail::tls_trace) {
+    // no wrapper among the arguments and no trace: the kernel straight away, below every layer
+    if (!detail::tls_trace) {
       bool plain = true, on_meta = false;
       detail::op_args<P...>::for_each_tensor(values, [&](const tensor& t, std::size_t, bool) {
         plain = plain && (!t.impl() || t.impl()->is_dense());
         on_meta = on_meta || (t.impl() && t.device() == meta);
       });
-      if (plain && !on_meta && d->kernels.empty()) return run_checked(*d, values);
+      if (plain && !on_meta && d->kernels.empty()) {
+        if (detail::current_stack().layers.empty()) return run_checked(*d, values);
+        detail::hide_all_layers hide;  // e.g. the op called by its own vmap rule
+        return run_checked(*d, values);
+      }
     }
-    detail::tensor_list flat;
+    detail::small_list<tensor, 4> flat;
     detail::op_layout layout;
     detail::op_args<P...>::flatten(values, flat, layout);
     auto call = std::make_shared<detail::custom_op_call<R, P...>>();

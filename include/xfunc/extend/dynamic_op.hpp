@@ -40,6 +40,9 @@ struct dyn_call : std::enable_shared_from_this<dyn_call> {
   virtual bool opaque() const = 0;
   virtual tensor_list forward(std::span<const tensor> in) const = 0;
   virtual tensor_list fake(std::span<const tensor> in) const { return forward(in); }
+  /// Opaque calls with exactly one output: that output computed without a list (the loop
+  /// fallback's per-example fast path); undefined when the call does not offer it.
+  virtual tensor forward_single(std::span<const tensor>) const { return {}; }
   /// Whether flat tensor argument i is written in place (Tensor(a!)).
   virtual bool mutates(std::size_t) const { return false; }
   /// The position among all parameters of flat tensor argument i (for needs_input_grad).
@@ -67,6 +70,16 @@ template <int D = 0>
 tensor_list dispatch_dyn(const dyn_call_ptr& c, std::span<const tensor> in);
 template <int D = 0>
 tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in);
+
+/// While alive, no layer is active: the calls below every transform run here. Swapping the
+/// stack out costs no allocation (lower_guard copies the hidden layers).
+struct hide_all_layers {
+  std::vector<layer_ptr> saved;
+  hide_all_layers() { saved.swap(current_stack().layers); }
+  ~hide_all_layers() { current_stack().layers.swap(saved); }
+  hide_all_layers(const hide_all_layers&) = delete;
+  hide_all_layers& operator=(const hide_all_layers&) = delete;
+};
 
 inline bool differentiable_output(const autograd::context* ctx, const tensor& t) {
   return t.defined() && is_floating(t.dtype()) && !(ctx && context_access::is_non_differentiable(*ctx, t.impl()));
@@ -251,7 +264,8 @@ tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<c
       auto o = std::make_shared<dyn_output_node<D>>();
       o->owner = node.get();
       o->index = k;
-      o->next = {node};
+      o->next.resize(1);
+      o->next[0] = node;
       out_node = std::move(o);
     }
     result[k] = rebind_dirty(*ctx, in, values, outs[k], wrap_grad(outs[k], L, std::move(out_node)), L.get());
@@ -425,18 +439,43 @@ template <int D = 0>
 tensor_list dyn_batch_loop(const dyn_call_ptr& c, std::span<const tensor> values,
                                   std::span<const std::int64_t> bdims, std::int64_t B) {
   {
-    static std::mutex m;
-    static std::set<std::string> warned;
-    std::lock_guard<std::mutex> lock(m);
-    if (warned.insert(c->name()).second)
-      std::fprintf(stderr, "xf::vmap: %s has no vmap rule; falling back to a loop over the batch (slow)\n",
-                   c->name().c_str());
+    // warn once per op; each thread remembers what it has seen, so only first calls lock
+    thread_local std::set<const std::string*> seen;  // names live as long as their op
+    if (seen.insert(&c->name()).second) {
+      static std::mutex m;
+      static std::set<std::string> warned;
+      std::lock_guard<std::mutex> lock(m);
+      if (warned.insert(c->name()).second)
+        std::fprintf(stderr, "xf::vmap: %s has no vmap rule; falling back to a loop over the batch (slow)\n",
+                     c->name().c_str());
+    }
   }
   std::vector<std::vector<tensor>> parts;  // per output: its per-example values, stacked at the end
-  tensor_list slice(values.size());
-  bool plain = true;  // then every example goes straight to the kernel
+  small_list<tensor, 4> slice(values.size());
+  bool plain = !tls_trace;  // then every example goes straight to the kernel
   for (const auto& v : values) plain = plain && (!v.impl() || v.impl()->is_dense());
-  for (std::int64_t b = 0; b < B; ++b) {
+  if (plain && c->opaque()) {  // one output without a list per example, when the call offers it
+    hide_all_layers hide;
+    for (std::int64_t b = 0; b < B; ++b) {
+      for (std::size_t i = 0; i < values.size(); ++i)
+        slice[i] = bdims[i] == no_bdim ? values[i] : values[i].select(bdims[i], b);
+      tensor o = c->forward_single(slice);
+      if (!o.defined()) {
+        if (b == 0) break;  // not offered: the general path below
+        fail(c->name(), ": the kernel returned an undefined tensor");
+      }
+      for (const auto& t : slice)
+        if (t.defined() && (o.impl() == t.impl() || same_storage(o, t)))
+          fail(c->name(), ": output 0 is or aliases an input (alias); a custom op must return new tensors: ",
+               "return a copy (e.g. x.clone())");
+      if (b == 0) {
+        parts.resize(1);
+        parts[0].reserve(static_cast<std::size_t>(B));
+      }
+      parts[0].push_back(std::move(o));
+    }
+  }
+  for (std::int64_t b = parts.empty() ? 0 : B; b < B; ++b) {
     for (std::size_t i = 0; i < values.size(); ++i)
       slice[i] = bdims[i] == no_bdim ? values[i] : values[i].select(bdims[i], b);
     tensor_list outs = plain ? dyn_bottom(c, slice) : dispatch_dyn(c, slice);
@@ -454,11 +493,12 @@ tensor_list dyn_batch_loop(const dyn_call_ptr& c, std::span<const tensor> values
 template <int D = 0>
 tensor_list dyn_vmap_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<const tensor> in) {
   const std::size_t n = in.size();
-  tensor_list values(n);
-  std::vector<std::int64_t> bdims(n, no_bdim);
+  small_list<tensor, 4> values(n);
+  small_list<std::int64_t, 4> bdims(n);
   for (std::size_t i = 0; i < n; ++i) {
-    values[i] = belongs_to(in[i], L.get()) ? in[i].impl()->inner : in[i];
-    if (belongs_to(in[i], L.get())) bdims[i] = in[i].impl()->bdim;
+    const bool mine = belongs_to(in[i], L.get());
+    values[i] = mine ? in[i].impl()->inner : in[i];
+    bdims[i] = mine ? in[i].impl()->bdim : no_bdim;
   }
   tensor_list outs;
   std::vector<std::int64_t> out_bdims;
@@ -520,12 +560,7 @@ inline void check_no_alias(const std::string& name, std::span<const tensor> in, 
 /// the forward of a transparent one, with every layer hidden; recorded when make_fx traces.
 template <int D>
 tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in) {
-  // every layer hidden: swapping the stack out costs no allocation (lower_guard copies)
-  struct hide_all_layers {
-    std::vector<layer_ptr> saved;
-    hide_all_layers() { saved.swap(current_stack().layers); }
-    ~hide_all_layers() { current_stack().layers.swap(saved); }
-  } hide;
+  hide_all_layers hide;
   if (!c->opaque()) return c->forward(in);
   bool on_meta = false;
   for (const auto& t : in) on_meta = on_meta || (t.defined() && t.device() == meta);
