@@ -15,10 +15,6 @@
 #include <xfunc/xfunc.hpp>
 
 #include "example_check.hpp"
-#if __has_include(<xfunc/extend/opcheck.hpp>)
-#include <xfunc/extend/opcheck.hpp>
-#define XFUNC_EXAMPLE_HAS_OPCHECK 1
-#endif
 
 namespace xf = xfunc;
 
@@ -153,12 +149,10 @@ int main() try {
   auto aliasing = xf::custom_op("mylib::bad_identity", [](const xf::tensor& t) { return t; });
   check(throws_with([&] { aliasing(x); }, "alias"), "returning an input throws (\"alias\")");
 
-#ifdef XFUNC_EXAMPLE_HAS_OPCHECK
   // 8. opcheck: schema, fake vs real kernel, autograd registration, gradcheck.
   std::cout << "8. opcheck\n";
   xf::opcheck(smooth_abs, x, eps);
   check(true, "xf::opcheck(smooth_abs, x, eps) passes");
-#endif
 
   std::cout << (failures == 0 ? "all checks passed\n" : "some checks FAILED\n");
   return failures == 0 ? 0 : 1;
