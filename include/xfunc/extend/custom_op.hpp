@@ -129,6 +129,23 @@ struct op_args {
       lay.mutated.push_back(mutated);
     });
   }
+  /// v with every tensor slot emptied (list sizes kept), for storing next to a flat list.
+  static values_t without_tensors(values_t v) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (
+          [&] {
+            constexpr auto k = kind<I>;
+            auto& a = std::get<I>(v);
+            if constexpr (k == schema::arg_kind::tensor || k == schema::arg_kind::mutable_tensor) a = tensor();
+            else if constexpr (k == schema::arg_kind::optional_tensor) {
+              if (a) a = tensor();
+            } else if constexpr (k == schema::arg_kind::tensor_list)
+              for (auto& t : a) t = tensor();
+          }(),
+          ...);
+    }(std::index_sequence_for<P...>{});
+    return v;
+  }
   /// v with its tensors replaced by `flat` (in slot order).
   static values_t with(values_t v, std::span<const tensor> flat) {
     std::size_t s = 0;
@@ -294,7 +311,8 @@ class custom_op_handle<R(P...)> {
     detail::op_args<P...>::flatten(values, flat, layout);
     auto call = std::make_shared<detail::custom_op_call<R, P...>>();
     call->def = d;
-    call->values = std::move(values);
+    // the tensors travel in `flat`; the call keeps only the other arguments (no wrapper cycles)
+    call->values = detail::op_args<P...>::without_tensors(std::move(values));
     call->layout = std::move(layout);
     detail::tensor_list outs = detail::dispatch_dyn(call, flat);
     return detail::unflatten_op_output<R>(outs);

@@ -450,6 +450,9 @@ tensor_list dyn_batch_loop(const dyn_call_ptr& c, std::span<const tensor> values
                      c->name().c_str());
     }
   }
+  if (B == 0)
+    fail("xf::vmap: ", c->name(), " has no vmap rule and the batch is empty; the loop fallback needs at least one ",
+         "example to know the outputs (register a vmap rule)");
   std::vector<std::vector<tensor>> parts;  // per output: its per-example values, stacked at the end
   small_list<tensor, 4> slice(values.size());
   bool plain = !tls_trace;  // then every example goes straight to the kernel
@@ -501,28 +504,29 @@ tensor_list dyn_vmap_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<c
     bdims[i] = mine ? in[i].impl()->bdim : no_bdim;
   }
   tensor_list outs;
-  std::vector<std::int64_t> out_bdims;
   switch (c->batch_kind()) {
-    case dyn_call::batching::rule:
+    case dyn_call::batching::rule: {
+      std::vector<std::int64_t> out_bdims;
       std::tie(outs, out_bdims) = c->batch(values, bdims, vmap_info(L->batch_size, L->rand));
       if (out_bdims.size() != outs.size())
         fail("xf::vmap: the vmap rule of ", c->name(), " returned ", out_bdims.size(), " out dims for ", outs.size(),
              " outputs; give one per output tensor");
-      break;
+      for (std::size_t k = 0; k < outs.size(); ++k)
+        if (out_bdims[k] != no_bdim && outs[k].defined()) outs[k] = wrap_batched(std::move(outs[k]), out_bdims[k], L);
+      return outs;
+    }
     case dyn_call::batching::generated:
       outs = dispatch_dyn(std::make_shared<generated_vmap_call<D>>(c, bdims, L->batch_size, L->rand), values);
-      out_bdims.assign(outs.size(), 0);
       break;
     case dyn_call::batching::loop:
       outs = dyn_batch_loop(c, values, bdims, L->batch_size);
-      out_bdims.assign(outs.size(), 0);
       break;
     case dyn_call::batching::none:
       fail("xf::vmap: ", c->name(), " has no vmap rule; define a static vmap(...) rule or set ",
            "static constexpr bool generate_vmap_rule = true");
   }
-  for (std::size_t k = 0; k < outs.size(); ++k)
-    if (out_bdims[k] != no_bdim && outs[k].defined()) outs[k] = wrap_batched(outs[k], out_bdims[k], L);
+  for (auto& o : outs)  // generated rules and the loop put the batch dim in front
+    if (o.defined()) o = wrap_batched(std::move(o), 0, L);
   return outs;
 }
 

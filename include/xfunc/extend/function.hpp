@@ -80,8 +80,13 @@ struct function_call final : dyn_call {
   static constexpr auto tpos = tensor_positions<Args...>();
   static constexpr std::size_t n_out = output_count<Out>();
 
+  // The non-tensor arguments; the tensor slots are left empty (`with` fills them): holding the
+  // caller's wrappers here would make a cycle once mark_dirty rebinds an input to this call's node.
   std::tuple<Args...> args;
-  explicit function_call(std::tuple<Args...> a) : args(std::move(a)) {}
+  explicit function_call(std::tuple<Args...> a) : args(std::move(a)) {
+    [&]<std::size_t... K>(std::index_sequence<K...>) { ((std::get<tpos[K]>(args) = tensor()), ...); }(
+        std::make_index_sequence<tpos.size()>{});
+  }
 
   const std::string& name() const override {
     static const std::string n = [] {
