@@ -40,18 +40,8 @@ namespace {
 
 constexpr std::int64_t M = 32, N = 512;
 
-struct problem {
-  xf::tensor W, b, x;
-  std::vector<float> Wv, bv, xv;
-  problem() {
-    xf::manual_seed(77);
-    W = xf::randn({M, N}) * (1.0 / std::sqrt(double(N)));
-    b = xf::randn({M}) * 0.1;
-    x = xf::randn({N});
-    Wv = to_vector(W);
-    bv = to_vector(b);
-    xv = to_vector(x);
-  }
+struct problem : jac_bench::tanh_layer {
+  problem() : tanh_layer(M, N, 77) {}
   auto f() const {
     return [this](const xf::tensor& v) { return xf::sum(xf::tanh(xf::mv(W, v) + b)); };
   }

@@ -39,19 +39,10 @@ const shape_case kShapes[] = {{16, 16}, {32, 2048}, {2048, 32}, {512, 512}};
 
 std::string tag(const shape_case& s) { return "in" + std::to_string(s.in) + "_out" + std::to_string(s.out); }
 
-struct problem {
+struct problem : jac_bench::tanh_layer {
   std::int64_t in, out;
-  xf::tensor W, b, x;
-  std::vector<float> Wv, bv, xv;  // raw copies for the analytic baseline
-  explicit problem(shape_case s) : in(s.in), out(s.out) {
-    xf::manual_seed(1234 + std::uint64_t(s.in) * 7 + std::uint64_t(s.out));
-    W = xf::randn({out, in}) * (1.0 / std::sqrt(double(in)));
-    b = xf::randn({out}) * 0.1;
-    x = xf::randn({in});
-    Wv = to_vector(W);
-    bv = to_vector(b);
-    xv = to_vector(x);
-  }
+  explicit problem(shape_case s)
+      : tanh_layer(s.out, s.in, 1234 + std::uint64_t(s.in) * 7 + std::uint64_t(s.out)), in(s.in), out(s.out) {}
   auto f() const {
     return [this](const xf::tensor& v) { return xf::tanh(xf::mv(W, v) + b); };
   }

@@ -33,4 +33,20 @@ inline double max_abs(const std::vector<float>& a) {
   return m;
 }
 
+/// The layer tanh(W x + b): W [out, in] scaled by 1/sqrt(in), b [out], x [in] (float32, seeded),
+/// with raw float copies for the hand-written baselines.
+struct tanh_layer {
+  xf::tensor W, b, x;
+  std::vector<float> Wv, bv, xv;
+  tanh_layer(std::int64_t out, std::int64_t in, std::uint64_t seed) {
+    xf::manual_seed(seed);
+    W = xf::randn({out, in}) * (1.0 / std::sqrt(double(in)));
+    b = xf::randn({out}) * 0.1;
+    x = xf::randn({in});
+    Wv = to_vector(W);
+    bv = to_vector(b);
+    xv = to_vector(x);
+  }
+};
+
 }  // namespace jac_bench

@@ -231,6 +231,9 @@ TEST_CASE("custom_op: errors", "[custom_op][errors]") {
   CHECK(message_has([&] { xf::jvp(noag, std::tuple{x}, std::tuple{x}); }, "register_autograd"));
   // no fake kernel: meta tensors and make_fx need one
   CHECK(message_has([&] { noag(x.to(xf::meta)); }, "register_fake"));
+  // the loop fallback needs an example to learn the outputs
+  auto looped = xf::custom_op("xftest::empty_batch", [](const tensor& t) { return t * 2.0; });
+  CHECK(message_has([&] { xf::vmap(looped)(xf::zeros({0, 3}, xf::f64)); }, "batch is empty"));
   CHECK_THROWS_AS(xf::custom_op("xftest::names", [](const tensor& t) { return t * 1.0; }, xf::arg_names("a", "b")),
                   xf::error);
 }

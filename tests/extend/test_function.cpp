@@ -16,6 +16,8 @@
 #include <xfunc/testing.hpp>
 #include <xfunc/xfunc.hpp>
 
+#include "custom_functions.hpp"
+
 namespace xf = xfunc;
 using Catch::Matchers::Contains;
 using xf::tensor;
@@ -42,16 +44,7 @@ struct forward_only : xf::autograd::function<forward_only> {
   static void setup_context(xf::autograd::context&, const std::tuple<tensor>&, const tensor&) {}
 };
 
-/// forward x*x, but backward says d/dx = 10 x (not the true 2 x): results prove the rule is used.
-/// No jvp: forward mode transposes backward (tangent 10 x t).
-struct fake_square : xf::autograd::function<fake_square> {
-  static tensor forward(const tensor& x) { return x * x; }
-  static void setup_context(xf::autograd::context& ctx, const std::tuple<tensor>& in, const tensor&) {
-    ctx.save_for_backward(std::get<0>(in));
-  }
-  static tensor backward(xf::autograd::context& ctx, const tensor& g) { return g * 10.0 * ctx.saved_tensors()[0]; }
-  static constexpr bool generate_vmap_rule = true;
-};
+using extend_tests::fake_square;  // x*x with a backward of 10 x (custom_functions.hpp)
 
 /// As fake_square, plus a jvp rule that says 7 x t (again not the truth, and unlike backward).
 /// setup_context saves different tensors for backward (x) and forward (x and the output).

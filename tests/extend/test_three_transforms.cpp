@@ -16,6 +16,8 @@
 #include <xfunc/testing.hpp>
 #include <xfunc/xfunc.hpp>
 
+#include "custom_functions.hpp"
+
 namespace xf = xfunc;
 using xf::tensor;
 
@@ -42,16 +44,8 @@ struct t3_softplus : xf::autograd::function<t3_softplus> {
   static constexpr bool generate_vmap_rule = true;
 };
 
-/// x * x whose backward claims 10 x (not the truth); no jvp (forward mode transposes backward);
-/// generated vmap rule.
-struct t3_fake_square : xf::autograd::function<t3_fake_square> {
-  static tensor forward(const tensor& x) { return x * x; }
-  static void setup_context(xf::autograd::context& ctx, const std::tuple<tensor>& in, const tensor&) {
-    ctx.save_for_backward(std::get<0>(in));
-  }
-  static tensor backward(xf::autograd::context& ctx, const tensor& g) { return g * 10.0 * ctx.saved_tensors()[0]; }
-  static constexpr bool generate_vmap_rule = true;
-};
+/// x * x whose backward claims 10 x (not the truth); forward mode transposes backward.
+using t3_fake_square = extend_tests::fake_square;
 
 /// x * sum(x) over a vector (not elementwise), correct backward, manual vmap rule.
 struct t3_times_sum : xf::autograd::function<t3_times_sum> {

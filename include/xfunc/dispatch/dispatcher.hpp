@@ -110,10 +110,7 @@ template <class Op>
 tensor grad_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
   if constexpr (!differentiable_op<Op>) {
     small_list<tensor, 4> primals(in.size());
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      if (belongs_to(in[i], L.get())) refresh_view(in[i]);
-      primals[i] = belongs_to(in[i], L.get()) ? in[i].impl()->inner : in[i];
-    }
+    for (std::size_t i = 0; i < in.size(); ++i) primals[i] = unwrap_at(in[i], L.get());
     return dispatch<Op>(primals.span(), a);
   } else {
     // The node is made first and the unwrapped arguments go straight into it (one allocation
@@ -196,10 +193,7 @@ tensor vmap_rule(const layer_ptr& L, std::span<const tensor> in, const typename 
 template <class Op>
 tensor functional_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
   small_list<tensor, 4> values(in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (belongs_to(in[i], L.get())) refresh_view(in[i]);
-    values[i] = belongs_to(in[i], L.get()) ? in[i].impl()->inner : in[i];
-  }
+  for (std::size_t i = 0; i < in.size(); ++i) values[i] = unwrap_at(in[i], L.get());
   tensor out = dispatch<Op>(values.span(), a);
   if constexpr (is_view_op<Op>()) {
     if (L->remove_views) out = out.clone();  // remove::mutations_and_views: views become copies

@@ -115,6 +115,13 @@ inline bool belongs_to(const tensor& t, const layer* l) {
   return p && !p->is_dense() && p->owner.get() == l;
 }
 
+/// t's value one layer below L (t itself when it is not L's), its view regenerated if stale.
+inline tensor unwrap_at(const tensor& t, const layer* L) {
+  if (!belongs_to(t, L)) return t;
+  refresh_view(t);
+  return t.impl()->inner;
+}
+
 /// The dense tensor at the bottom of any stack of wrappers.
 inline const tensor_impl* dense_of(const tensor& t) {
   const tensor_impl* p = t.impl();

@@ -189,28 +189,27 @@ struct custom_op_call final : dyn_call {
     auto v = args_t::with(values, in);
     return run_op_kernel<R>([&] { return std::apply(k, v); });
   }
-  tensor_list forward(std::span<const tensor> in) const override {
+  /// The kernel for the device of the first tensor argument (null on meta: the fake kernel).
+  const typename def_t::fn_t* kernel_for(std::span<const tensor> in) const {
     device_kind dev = device_kind::cpu;
     for (const auto& t : in)
       if (t.defined()) {
         dev = t.device().kind;
         break;
       }
-    if (dev == device_kind::meta) return fake(in);
+    if (dev == device_kind::meta) return nullptr;
     auto it = def->kernels.find(dev);
-    return run(it != def->kernels.end() ? it->second : def->fn, in);
+    return it != def->kernels.end() ? &it->second : &def->fn;
+  }
+  tensor_list forward(std::span<const tensor> in) const override {
+    const auto* k = kernel_for(in);
+    return k ? run(*k, in) : fake(in);
   }
   tensor forward_single(std::span<const tensor> in) const override {
     if constexpr (std::is_same_v<R, tensor>) {
-      auto v = args_t::with(values, in);
-      for (const auto& t : in)
-        if (t.defined()) {
-          if (t.device() == meta) return def->fake ? std::apply(def->fake, v) : tensor();
-          auto it = def->kernels.find(t.device().kind);
-          if (it != def->kernels.end()) return std::apply(it->second, v);
-          break;
-        }
-      return std::apply(def->fn, v);
+      const auto* k = kernel_for(in);
+      if (!k) return def->fake ? std::apply(def->fake, args_t::with(values, in)) : tensor();
+      return std::apply(*k, args_t::with(values, in));
     } else {
       return {};
     }
@@ -380,24 +379,14 @@ class custom_op_handle<R(P...)> {
  private:
   /// The kernel on plain tensors, with the alias check of dyn_bottom.
   static R run_checked(const def_t& d, values_t& values) {
-    auto check = [&](const tensor& out, std::size_t k) {
-      detail::op_args<P...>::for_each_tensor(values, [&](const tensor& t, std::size_t, bool) {
-        if (t.defined() && out.defined() && (out.impl() == t.impl() || same_storage(out, t)))
-          detail::fail(d.name, ": output ", k, " is or aliases an input (alias); a custom op must return new tensors: ",
-                       "return a copy (e.g. x.clone())");
-      });
-    };
     if constexpr (std::is_void_v<R>) {
       std::apply(d.fn, values);
-    } else if constexpr (std::is_same_v<R, tensor>) {
-      R r = std::apply(d.fn, values);
-      check(r, 0);
-      return r;
     } else {
       R r = std::apply(d.fn, values);
-      detail::tensor_list outs = detail::flatten_op_output(r);
-      for (std::size_t k = 0; k < outs.size(); ++k) check(outs[k], k);
-      detail::check_no_alias(d.name, {}, outs);
+      detail::small_list<tensor, 4> in;
+      detail::op_args<P...>::for_each_tensor(values, [&](const tensor& t, std::size_t, bool) { in.push_back(t); });
+      if constexpr (std::is_same_v<R, tensor>) detail::check_output_not_input(d.name, in, r, 0);
+      else detail::check_no_alias(d.name, in, detail::flatten_op_output(r));
       return r;
     }
   }

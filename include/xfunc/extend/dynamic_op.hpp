@@ -81,6 +81,29 @@ struct hide_all_layers {
   hide_all_layers& operator=(const hide_all_layers&) = delete;
 };
 
+/// Whether a and b are the same tensor or share memory.
+inline bool aliases(const tensor& a, const tensor& b) {
+  return a.defined() && b.defined() && (a.impl() == b.impl() || same_storage(a, b));
+}
+/// Output k of a custom op may not be, or share memory with, one of its inputs.
+inline void check_output_not_input(const std::string& name, std::span<const tensor> in, const tensor& out,
+                                   std::size_t k) {
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (aliases(out, in[i]))
+      fail(name, ": output ", k, " is or aliases input ", i,
+           " (alias); a custom op must return new tensors: return a copy (e.g. x.clone())");
+}
+/// A custom op's outputs may not be, or share memory with, an input or another output.
+inline void check_no_alias(const std::string& name, std::span<const tensor> in, const tensor_list& outs) {
+  for (std::size_t k = 0; k < outs.size(); ++k) {
+    check_output_not_input(name, in, outs[k], k);
+    for (std::size_t j = 0; j < k; ++j)
+      if (aliases(outs[k], outs[j]))
+        fail(name, ": outputs ", j, " and ", k,
+             " share memory (alias); a custom op must return distinct new tensors: return copies");
+  }
+}
+
 inline bool differentiable_output(const autograd::context* ctx, const tensor& t) {
   return t.defined() && is_floating(t.dtype()) && !(ctx && context_access::is_non_differentiable(*ctx, t.impl()));
 }
@@ -178,6 +201,17 @@ struct dyn_output_node final : grad_node {
   tensor forward_tangent(const tensor_list&) override { return owner->tangents[index]; }
 };
 
+/// ctx.needs_input_grad(p) for every parameter p: whether one of its flat tensors `needs(i)`.
+template <class Needs>
+void set_needs_input_grad(autograd::context& ctx, const dyn_call& c, std::size_t n, Needs&& needs) {
+  auto& flags = context_access::needs_input_grad(ctx);
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::size_t p = c.position(i);
+    if (flags.size() <= p) flags.resize(p + 1);
+    flags[p] = flags[p] || needs(i);
+  }
+}
+
 /// Arguments written in place are computed on a copy one layer down and the wrapper is rebound
 /// to it afterwards (NOTE: [Mutation under transforms]).
 template <int D = 0>
@@ -236,12 +270,8 @@ tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<c
   rebind_mutated(*c, in, values, L.get());
   if (!tracked) return outs;
   auto ctx = std::make_shared<autograd::context>();
-  auto& needs = context_access::needs_input_grad(*ctx);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t p = c->position(i);
-    if (needs.size() <= p) needs.resize(p + 1);
-    needs[p] = next[i] != nullptr && values[i].defined() && is_floating(values[i].dtype());
-  }
+  set_needs_input_grad(*ctx, *c, n,
+                       [&](std::size_t i) { return next[i] && values[i].defined() && is_floating(values[i].dtype()); });
   if (c->has_backward() || c->has_jvp()) c->setup(*ctx, values, outs);
   auto node = std::make_shared<dyn_node<D>>();
   std::size_t n_diff = 0;
@@ -295,12 +325,7 @@ tensor_list dyn_jvp_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<co
   rebind_mutated(*c, in, primals, L.get());
   if (!any) return outs;
   autograd::context ctx;
-  auto& needs = context_access::needs_input_grad(ctx);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t p = c->position(i);
-    if (needs.size() <= p) needs.resize(p + 1);
-    needs[p] = tangents[i].defined();
-  }
+  set_needs_input_grad(ctx, *c, n, [&](std::size_t i) { return tangents[i].defined(); });
   if (!c->has_backward() && !c->has_jvp()) fail_no_formula(*c, "xf::jvp");
   c->setup(ctx, primals, outs);
   tensor_list touts = dyn_forward_tangents(*c, ctx, primals, outs, tangents);
@@ -467,10 +492,7 @@ tensor_list dyn_batch_loop(const dyn_call_ptr& c, std::span<const tensor> values
         if (b == 0) break;  // not offered: the general path below
         fail(c->name(), ": the kernel returned an undefined tensor");
       }
-      for (const auto& t : slice)
-        if (t.defined() && (o.impl() == t.impl() || same_storage(o, t)))
-          fail(c->name(), ": output 0 is or aliases an input (alias); a custom op must return new tensors: ",
-               "return a copy (e.g. x.clone())");
+      check_output_not_input(c->name(), slice, o, 0);
       if (b == 0) {
         parts.resize(1);
         parts[0].reserve(static_cast<std::size_t>(B));
@@ -533,31 +555,13 @@ tensor_list dyn_vmap_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<c
 template <int D = 0>
 tensor_list dyn_functional_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<const tensor> in) {
   tensor_list values(in.size());
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (belongs_to(in[i], L.get())) refresh_view(in[i]);
-    values[i] = belongs_to(in[i], L.get()) ? in[i].impl()->inner : in[i];
-  }
+  for (std::size_t i = 0; i < in.size(); ++i) values[i] = unwrap_at(in[i], L.get());
   copy_mutated(*c, in, values, L.get());
   tensor_list outs = dispatch_dyn(c, values);
   rebind_mutated(*c, in, values, L.get());
   for (auto& o : outs)
     if (o.defined()) o = wrap_functional(o, L);
   return outs;
-}
-
-/// A custom op's outputs may not be, or share memory with, an input or another output.
-inline void check_no_alias(const std::string& name, std::span<const tensor> in, const tensor_list& outs) {
-  for (std::size_t k = 0; k < outs.size(); ++k) {
-    if (!outs[k].defined()) continue;
-    for (std::size_t i = 0; i < in.size(); ++i)
-      if (in[i].defined() && (outs[k].impl() == in[i].impl() || same_storage(outs[k], in[i])))
-        fail(name, ": output ", k, " is or aliases input ", i,
-             " (alias); a custom op must return new tensors: return a copy (e.g. x.clone())");
-    for (std::size_t j = 0; j < k; ++j)
-      if (outs[j].defined() && (outs[k].impl() == outs[j].impl() || same_storage(outs[k], outs[j])))
-        fail(name, ": outputs ", j, " and ", k,
-             " share memory (alias); a custom op must return distinct new tensors: return copies");
-  }
 }
 
 /// The call below every layer: the kernel (the fake one on meta tensors) of an opaque call, or

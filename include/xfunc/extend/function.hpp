@@ -113,9 +113,12 @@ struct function_call final : dyn_call {
         std::make_index_sequence<tpos.size()>{});
     return r;
   }
-  static tensor_list flat_tensors(const std::tuple<Args...>& a) {
-    return [&]<std::size_t... K>(std::index_sequence<K...>) { return tensor_list{std::get<tpos[K]>(a)...}; }(
+  /// A call of Derived with `args`, and its tensor arguments as a flat list.
+  static std::pair<dyn_call_ptr, tensor_list> make(const Args&... args) {
+    std::tuple<Args...> a{args...};
+    tensor_list flat = [&]<std::size_t... K>(std::index_sequence<K...>) { return tensor_list{std::get<tpos[K]>(a)...}; }(
         std::make_index_sequence<tpos.size()>{});
+    return {std::make_shared<const function_call>(std::move(a)), std::move(flat)};
   }
 
   tensor_list forward(std::span<const tensor> in) const override {
@@ -214,9 +217,7 @@ struct function {
       using Out = typename call_t::Out;
       // no transform anywhere: just the forward (its ops are traced one by one by make_fx)
       if (detail::current_stack().layers.empty() && (detail::plain_arg(args) && ...)) return Derived::forward(args...);
-      std::tuple<Args...> a{args...};
-      detail::tensor_list flat = call_t::flat_tensors(a);
-      auto call = std::make_shared<const call_t>(std::move(a));
+      auto [call, flat] = call_t::make(args...);
       return detail::unflatten_output<Out>(detail::dispatch_dyn(call, flat));
     }
   }
@@ -241,9 +242,7 @@ struct single_level_function {
       const auto& ls = detail::current_stack().layers;
       if (ls.empty() || ls.back()->kind != transform_kind::grad)
         detail::fail("xf::autograd::single_level_function: needs an active grad layer on top of the stack (single-level)");
-      std::tuple<Args...> a{args...};
-      detail::tensor_list flat = call_t::flat_tensors(a);
-      auto call = std::make_shared<const call_t>(std::move(a));
+      auto [call, flat] = call_t::make(args...);
       detail::layer_ptr L = ls.back();
       return detail::unflatten_output<Out>(detail::dyn_grad_rule(L, call, flat, /*single_level=*/true));
     }

@@ -3,6 +3,7 @@
 // batched arguments for broadcasting.
 #include <span>
 
+#include <xfunc/core/small_list.hpp>
 #include <xfunc/dispatch/dispatcher.hpp>
 #include <xfunc/fwd.hpp>
 
@@ -44,13 +45,13 @@ tensor bdim_to_front(const tensor& v, std::int64_t bdim) {
 inline std::int64_t logical_rank(const tensor& v, std::int64_t bdim) { return v.dim() - (bdim == no_bdim ? 0 : 1); }
 
 /// For broadcasting ops: batched values get their batch dim in front and size-1 dims after it
-/// up to the largest logical rank, so the op's own broadcasting lines the examples up.
+/// up to `rank`, the largest logical rank, so the op's own broadcasting lines the examples up.
 template <int = 0>
-tensor_list align_for_broadcast(std::span<const tensor> in, std::span<const std::int64_t> bdims) {
-  std::int64_t rank = 0;
-  for (std::size_t i = 0; i < in.size(); ++i) rank = std::max(rank, logical_rank(in[i], bdims[i]));
-  tensor_list out(in.begin(), in.end());
+small_list<tensor, 4> align_for_broadcast(std::span<const tensor> in, std::span<const std::int64_t> bdims,
+                                          std::int64_t rank) {
+  small_list<tensor, 4> out(in.size());
   for (std::size_t i = 0; i < in.size(); ++i) {
+    out[i] = in[i];
     if (bdims[i] == no_bdim) continue;
     tensor v = bdim_to_front(in[i], bdims[i]);
     std::int64_t missing = rank - (v.dim() - 1);
@@ -68,16 +69,15 @@ tensor_list align_for_broadcast(std::span<const tensor> in, std::span<const std:
 template <class Op>
 batched broadcast_batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
                         const typename Op::attrs& a) {
-  // common case first: every batched value has its batch dim in front and the largest rank, so
-  // the values already line up (no list, no views)
   std::int64_t rank = 0;
   for (std::size_t i = 0; i < in.size(); ++i) rank = std::max(rank, logical_rank(in[i], bdims[i]));
+  // common case: every batched value has its batch dim in front and the largest rank, so the
+  // values already line up
   bool aligned = true;
   for (std::size_t i = 0; i < in.size(); ++i)
     aligned = aligned && (bdims[i] == no_bdim || (bdims[i] == 0 && in[i].dim() - 1 == rank));
   if (aligned) return {dispatch<Op>(in, a), 0};
-  tensor_list v = align_for_broadcast(in, bdims);
-  return {dispatch<Op>(v, a), 0};
+  return {dispatch<Op>(align_for_broadcast(in, bdims, rank), a), 0};
 }
 
 /// A C++ double as a 0-d tensor of the dtype it takes next to `t` (it never widens a floating

@@ -10,12 +10,6 @@
 namespace xfunc {
 namespace detail {
 
-inline tensor unwrap_at(const tensor& t, const layer* L) {
-  if (!belongs_to(t, L)) return t;
-  refresh_view(t);
-  return t.impl()->inner;
-}
-
 /// Wraps every floating tensor leaf of v as a fresh input of grad layer L (a leaf node each).
 /// With `strict` (grad), a non-floating leaf is an error; otherwise (vjp) it is left untracked
 /// and gets a zero gradient.
