@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -144,4 +145,58 @@ TEST_CASE("custom ops and functions: concurrent calls under transforms and re-re
   for (auto& t : ts) t.join();
   writer.join();
   CHECK(failures == 0);
+}
+
+TEST_CASE("deferred pointwise results shared between threads", "[threads][deferred]") {
+  // Several threads build programs on the same deferred tensor, read it, and write into a leaf
+  // of another deferred tensor at once (NOTE: [Deferred elementwise]).
+  const std::int64_t prev = xf::detail::set_deferred_min_numel(1024);
+  const std::int64_t n = 20000;
+  xf::tensor x = xf::randn({n}, xf::f64);
+  const xf::tensor x0 = x.clone();
+  xf::tensor shared = xf::exp(x * 0.5);
+  xf::tensor before_write = x + 1.0;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 4; ++t)
+    pool.emplace_back([&, t] {
+      for (int r = 0; r < 20; ++r) {
+        xf::tensor mine = shared * static_cast<double>(t + 1) + 1.0;
+        const double got = xf::sum(mine).item<double>();
+        const double want = xf::sum(xf::exp(x0 * 0.5)).item<double>() * (t + 1) + static_cast<double>(n);
+        if (std::abs(got - want) > 1e-6 * std::abs(want)) ++failures;
+      }
+      if (t == 0) x.mul_(2.0);  // a write into a leaf of `before_write` while others read
+    });
+  for (auto& th : pool) th.join();
+  CHECK(failures == 0);
+  CHECK(xf::allclose(before_write, x0 + 1.0));
+  xf::detail::set_deferred_min_numel(prev);
+}
+
+TEST_CASE("tensors and grad graphs made on one thread are released on another", "[threads][pool]") {
+  // Small objects come from per-thread free lists (NOTE: [Small-object pool]); a block freed on
+  // another thread joins that thread's list, and a finished thread hands its lists back.
+  std::vector<xf::tensor> made;
+  std::mutex m;
+  std::vector<std::thread> makers;
+  for (int t = 0; t < 3; ++t)
+    makers.emplace_back([&, t] {
+      std::vector<xf::tensor> mine;
+      for (int i = 0; i < 200; ++i) {
+        xf::tensor x = xf::full({2}, static_cast<double>(t + i), xf::f64);
+        mine.push_back(xf::vjp([](const xf::tensor& v) { return xf::sin(v) * v; }, x).first);
+      }
+      std::lock_guard<std::mutex> lock(m);
+      for (auto& x : mine) made.push_back(std::move(x));
+    });
+  for (auto& th : makers) th.join();  // the makers' lists are drained at their exit
+  std::thread consumer([&] {
+    double total = 0;
+    for (const auto& x : made) total += xf::sum(x).item<double>();
+    CHECK(std::isfinite(total));
+    made.clear();  // freed on this thread
+  });
+  consumer.join();
+  CHECK(made.empty());
 }

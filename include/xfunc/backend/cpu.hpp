@@ -61,6 +61,7 @@ inline bool is_contiguous_layout(const shape_t& shape, const shape_t& strides) {
 /// `strides`, into contiguous `dst`, converting to T.
 template <class T>
 void gather_into(const tensor_impl& src, const shape_t& shape, const shape_t& strides, T* dst) {
+  src.prepare_access();
   visit_dtype(src.dt, [&](auto tag) {
     using S = typename decltype(tag)::type;
     const S* base = reinterpret_cast<const S*>(src.store->data);

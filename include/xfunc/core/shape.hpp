@@ -18,7 +18,14 @@ class shape_t {
   using iterator = std::int64_t*;
   using const_iterator = const std::int64_t*;
 
-  shape_t() = default;
+  shape_t() {}  // NOLINT: user-provided, so value-initialisation does not zero the array
+  // Copies only the used extents: shapes are copied on every op, and most have few dims.
+  shape_t(const shape_t& o) : n_(o.n_) { std::copy_n(o.d_, n_, d_); }
+  shape_t& operator=(const shape_t& o) {
+    n_ = o.n_;
+    std::copy_n(o.d_, n_, d_);
+    return *this;
+  }
   shape_t(std::initializer_list<std::int64_t> l) { assign(l.begin(), l.end()); }
   explicit shape_t(std::size_t n, std::int64_t v = 0) { resize(n, v); }
   template <class It>
@@ -70,7 +77,7 @@ class shape_t {
   }
 
  private:
-  std::int64_t d_[max_dims] = {};
+  std::int64_t d_[max_dims];  // entries past n_ are never read (not zeroed: impls hold two shapes)
   std::size_t n_ = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <memory>
+#include <atomic>
 #include <mutex>
 #include <type_traits>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <xfunc/core/dtype.hpp>
 #include <xfunc/core/error.hpp>
 #include <xfunc/core/layer.hpp>
+#include <xfunc/core/object_pool.hpp>
 #include <xfunc/core/shape.hpp>
 
 namespace xfunc {
@@ -22,6 +24,11 @@ namespace xfunc {
 namespace detail {
 struct tensor_impl;
 struct grad_node;
+struct storage;
+struct deferred_value;
+// see core/deferred.hpp, NOTE: [Deferred elementwise]
+void settle_deferred(const tensor_impl& t);
+void settle_readers_of(const storage& s);
 
 // NOTE: [Buffer allocation]
 // Tiny buffers live inline in their storage object, which is allocated without over-alignment
@@ -118,6 +125,7 @@ struct storage {
 
   std::byte* data;
   std::size_t nbytes;
+  std::atomic<int> deferred_readers{0};  // deferred values reading this buffer (core/deferred.hpp)
   alignas(16) std::byte small[32];
 
  private:
@@ -250,6 +258,9 @@ namespace detail {
 /// One implementation struct for every kind of tensor, so that shape/dtype queries need no
 /// virtual call. Logical shape/dtype/device are cached on every kind.
 struct tensor_impl {
+  // User-provided, so that make_shared's value-initialisation does not zero the whole struct
+  // (its shapes' inline arrays) before running the member initialisers.
+  tensor_impl() {}  // NOLINT(modernize-use-equals-default)
   impl_kind kind = impl_kind::dense;
   xfunc::dtype dt = dtype::float32;
   xfunc::device dev = cpu;
@@ -268,15 +279,26 @@ struct tensor_impl {
   std::uint64_t version = 0;         // bumped by every in-place write into this wrapper
   std::shared_ptr<view_info> view;   // set when this wrapper is a view of another wrapper
 
+  // dense: a deferred value, computed into `store` on first access (NOTE: [Deferred elementwise])
+  std::atomic<bool> deferred{false};
+  std::shared_ptr<deferred_value> pending;
+
   bool is_dense() const { return kind == impl_kind::dense; }
+  /// Makes the buffer safe to touch: evaluates this tensor if deferred, and every deferred value
+  /// that reads its storage (the caller may be about to write it). Every kernel goes through it.
+  void prepare_access() const {
+    if (deferred.load(std::memory_order_acquire)) settle_deferred(*this);
+    if (store && store->deferred_readers.load(std::memory_order_acquire) > 0) settle_readers_of(*store);
+  }
   template <class T>
   T* data() const {
+    prepare_access();
     return reinterpret_cast<T*>(store->data) + offset;
   }
 };
 
 inline std::shared_ptr<tensor_impl> make_dense_impl(const shape_t& s, dtype dt, device dev) {
-  auto impl = std::make_shared<tensor_impl>();
+  auto impl = make_pooled<tensor_impl>();
   impl->dt = dt;
   impl->dev = dev;
   impl->shape = s;
@@ -284,7 +306,7 @@ inline std::shared_ptr<tensor_impl> make_dense_impl(const shape_t& s, dtype dt, 
   if (dev.kind == device_kind::cuda)
     fail("xf: the cuda device is not available in this build (CPU and meta only); use xf::cpu");
   if (dev.kind == device_kind::cpu)
-    impl->store = std::make_shared<storage>(static_cast<std::size_t>(numel_of(s)) * dtype_size(dt));
+    impl->store = make_pooled<storage>(static_cast<std::size_t>(numel_of(s)) * dtype_size(dt));
   return impl;
 }
 
@@ -373,3 +395,5 @@ tensor scalar(T v) {
 }
 
 }  // namespace xfunc
+
+#include <xfunc/core/deferred.hpp>  // defines what tensor_impl::prepare_access() calls

@@ -85,10 +85,22 @@ batched batch_fallback(std::span<const tensor> in, std::span<const std::int64_t>
   return {xfunc::stack(outs, 0), 0};
 }
 
+// NOTE: [Saved outputs]
+// A grad node keeps its op's output for the backward and forward formulas, unless the op says
+// that they never read it (`static constexpr bool saves_output = false`; add, sub, mul): then
+// `out` stays undefined. Keeping a tensor costs two atomic reference counts per op and level,
+// a measurable share of the per-level overhead of cheap ops.
+template <class Op>
+constexpr bool op_saves_output() {
+  if constexpr (requires { Op::saves_output; }) return Op::saves_output;
+  else return true;
+}
+
 template <class Op>
 struct op_node final : grad_node {
+  op_node() {}  // NOLINT: user-provided, so make_shared does not zero the struct first
   small_list<tensor, 3> in;
-  tensor out;
+  tensor out;  // undefined unless op_saves_output<Op>()
   typename Op::attrs attrs;
   tensor_list apply(const tensor& g) override {
     // Ops that can skip gradients nobody needs (an argument with no node at this layer, e.g. a
@@ -115,21 +127,20 @@ tensor grad_rule(const layer_ptr& L, std::span<const tensor> in, const typename 
   } else {
     // The node is made first and the unwrapped arguments go straight into it (one allocation
     // for the list); it is dropped again when the output is not differentiable.
-    auto node = std::make_shared<op_node<Op>>();
-    node->in.resize(in.size());
-    node->next.resize(in.size());
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      if (belongs_to(in[i], L.get())) {
-        refresh_view(in[i]);
-        node->in[i] = in[i].impl()->inner;
-        node->next[i] = in[i].impl()->node;
+    auto node = make_pooled<op_node<Op>>();
+    for (const tensor& t : in) {
+      if (belongs_to(t, L.get())) {
+        if (t.impl()->view) refresh_view(t);
+        node->in.push_back(t.impl()->inner);
+        node->next.push_back(t.impl()->node);
       } else {
-        node->in[i] = in[i];
+        node->in.push_back(t);
+        node->next.push_back(nullptr);
       }
     }
     tensor out = dispatch<Op>(node->in, a);
     if (!is_floating(out.dtype())) return out;
-    node->out = out;
+    if constexpr (op_saves_output<Op>()) node->out = out;
     node->attrs = a;
     tensor w = wrap_grad(std::move(out), L, std::move(node));
     if constexpr (is_view_op<Op>())

@@ -21,7 +21,7 @@ struct batched {
 };
 
 inline tensor make_wrapper(impl_kind k, tensor inner, const layer_ptr& owner) {
-  auto impl = std::make_shared<tensor_impl>();
+  auto impl = make_pooled<tensor_impl>();
   const tensor_impl* v = inner.impl();
   if (!v) fail("xf: an operation returned an undefined tensor");
   impl->kind = k;

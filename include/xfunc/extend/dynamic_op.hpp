@@ -137,7 +137,7 @@ tensor_list dyn_forward_tangents(const dyn_call& c, autograd::context& ctx, std:
   tensor_list u(outs.size());
   for (std::size_t k = 0; k < outs.size(); ++k) {
     if (!differentiable_output(&ctx, outs[k])) continue;
-    leaves[k] = std::make_shared<leaf_node>();
+    leaves[k] = make_pooled<leaf_node>();
     u[k] = wrap_grad(zeros(outs[k].shape(), outs[k].dtype(), outs[k].device()), G, leaves[k]);
   }
   tensor_list gin = c.backward(ctx, u);
@@ -273,7 +273,7 @@ tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<c
   set_needs_input_grad(*ctx, *c, n,
                        [&](std::size_t i) { return next[i] && values[i].defined() && is_floating(values[i].dtype()); });
   if (c->has_backward() || c->has_jvp()) c->setup(*ctx, values, outs);
-  auto node = std::make_shared<dyn_node<D>>();
+  auto node = make_pooled<dyn_node<D>>();
   std::size_t n_diff = 0;
   for (std::size_t k = 0; k < outs.size(); ++k)
     if (differentiable_output(ctx.get(), outs[k])) node->only = k, ++n_diff;
@@ -291,7 +291,7 @@ tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<c
     }
     std::shared_ptr<grad_node> out_node = node;
     if (!node->single) {
-      auto o = std::make_shared<dyn_output_node<D>>();
+      auto o = make_pooled<dyn_output_node<D>>();
       o->owner = node.get();
       o->index = k;
       o->next.resize(1);

@@ -30,6 +30,8 @@ inline void write_through(const tensor& self, const tensor& r, const char* name)
   if (d.dev == meta) return;
   if (r.device() == meta) fail(name, ": cannot write a meta (shape-only) value into a tensor with data");
   tensor src = backend::materialize(r, d.shape, d.dt);
+  src.impl()->prepare_access();  // r may be deferred and read self: evaluated before the write
+  d.prepare_access();
   if (backend::is_contiguous_layout(d.shape, d.strides)) {  // one block copy
     std::memcpy(d.store->data + static_cast<std::size_t>(d.offset) * dtype_size(d.dt), src.impl()->store->data +
                     static_cast<std::size_t>(src.impl()->offset) * dtype_size(d.dt),

@@ -4,6 +4,7 @@
 #include <numbers>
 
 #include <xfunc/backend/cpu.hpp>
+#include <xfunc/backend/fusion.hpp>
 #include <xfunc/rules/common.hpp>
 
 namespace xfunc {
@@ -24,9 +25,11 @@ struct pointwise_unary {
     const dtype dt = in[0].dtype();
     if constexpr (D::keeps_dtype) {
       const dtype c = dt == dtype::boolean ? dtype::int64 : dt;
+      if (tensor r = backend::defer_unary<D>(in[0], c); r.defined()) return r;
       return backend::unary<backend::numeric_types>(in[0], c, c, D::fn);
     } else {
       const dtype c = promote_with_double(dt);
+      if (tensor r = backend::defer_unary<D>(in[0], c); r.defined()) return r;
       return backend::unary<backend::floating_types>(in[0], c, c, D::fn);
     }
   }
@@ -50,6 +53,7 @@ struct neg_op_t : pointwise_unary<neg_op> {
   static constexpr const char* name = "xf::neg";
   static constexpr bool keeps_dtype = true;
   static constexpr auto fn = [](auto&& x) { return -x; };
+  static constexpr bool fn_takes_scalars = true;
   static tensor derivative(const tensor& x, const tensor&) { return full_like(x, -1.0); }
 };
 template <class = void>
@@ -246,6 +250,8 @@ struct pointwise_binary {
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
     const dtype c = D::compute_dtype(in[0].dtype(), in[1].dtype());
+    if constexpr (!D::types::bool_out)
+      if (tensor r = backend::defer_binary<D>(in[0], in[1], c); r.defined()) return r;
     return backend::binary<typename D::types>(in[0], in[1], c, c, D::fn);
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs&,
@@ -271,6 +277,14 @@ inline dtype arithmetic_dtype(dtype a, dtype b) {
 }
 inline dtype floating_dtype(dtype a, dtype b) { return promote_with_double(promote(a, b)); }
 
+/// The tangent t of one argument of add/sub, as a tangent of the output: broadcast to the
+/// output's shape and promoted to its dtype (computed from the arguments, not the output).
+template <int = 0>
+tensor tangent_to_output(const tensor& t, std::span<const tensor> in) {
+  const shape_t s = broadcast_shapes(in[0].shape(), in[1].shape());
+  return sum_to(t.expand(s), s, arithmetic_dtype(in[0].dtype(), in[1].dtype()));
+}
+
 template <class = void>
 struct add_op_t;
 using add_op = add_op_t<>;
@@ -280,13 +294,16 @@ struct add_op_t : pointwise_binary<add_op> {
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
   static constexpr auto fn = [](auto&& a, auto&& b) { return a + b; };
-  // add and sub need no multiplication by a constant 1
+  static constexpr bool fn_takes_scalars = true;
+  // add and sub need no multiplication by a constant 1, and their rules do not read the output,
+  // so grad nodes do not keep it (NOTE: [Saved outputs] in dispatcher.hpp)
+  static constexpr bool saves_output = false;
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
     return {sum_to(g, in[0]), sum_to(g, in[1])};
   }
-  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor& out, const attrs&) {
-    if (!t[1].defined()) return sum_to(t[0].expand(out.shape()), out);
-    if (!t[0].defined()) return sum_to(t[1].expand(out.shape()), out);
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor&, const attrs&) {
+    if (!t[1].defined()) return tangent_to_output(t[0], in);
+    if (!t[0].defined()) return tangent_to_output(t[1], in);
     return t[0] + t[1];
   }
 };
@@ -299,12 +316,14 @@ struct sub_op_t : pointwise_binary<sub_op> {
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
   static constexpr auto fn = [](auto&& a, auto&& b) { return a - b; };
+  static constexpr bool fn_takes_scalars = true;
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
     return {sum_to(g, in[0]), sum_to(-g, in[1])};
   }
-  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor& out, const attrs&) {
-    if (!t[1].defined()) return sum_to(t[0].expand(out.shape()), out);
-    if (!t[0].defined()) return sum_to((-t[1]).expand(out.shape()), out);
+  static constexpr bool saves_output = false;
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor&, const attrs&) {
+    if (!t[1].defined()) return tangent_to_output(t[0], in);
+    if (!t[0].defined()) return tangent_to_output(-t[1], in);
     return t[0] - t[1];
   }
 };
@@ -317,6 +336,8 @@ struct mul_op_t : pointwise_binary<mul_op> {
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
   static constexpr auto fn = [](auto&& a, auto&& b) { return a * b; };
+  static constexpr bool fn_takes_scalars = true;
+  static constexpr bool saves_output = false;
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) { return {b, a}; }
 };
 template <class = void>
@@ -328,6 +349,7 @@ struct div_op_t : pointwise_binary<div_op> {
   using types = backend::floating_types;
   static constexpr auto compute_dtype = floating_dtype;
   static constexpr auto fn = [](auto&& a, auto&& b) { return a / b; };
+  static constexpr bool fn_takes_scalars = true;
   static std::pair<tensor, tensor> partials(const tensor&, const tensor& b, const tensor& y) {
     tensor rb = reciprocal(b);
     return {rb, -y * rb};

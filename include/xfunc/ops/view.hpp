@@ -20,8 +20,9 @@ inline shape_t without(const shape_t& s, std::size_t i) {
 
 /// A dense alias of t with another shape/strides/offset over the same storage.
 inline tensor alias_of(const tensor& t, const shape_t& shape, const shape_t& strides, std::int64_t offset) {
-  auto impl = std::make_shared<tensor_impl>();
+  auto impl = make_pooled<tensor_impl>();
   const tensor_impl& s = *t.impl();
+  s.prepare_access();  // a view shares the storage: a deferred value gets one first
   impl->dt = s.dt;
   impl->dev = s.dev;
   impl->shape = shape;

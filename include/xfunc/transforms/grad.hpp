@@ -26,7 +26,7 @@ T wrap_grad_inputs(const T& v, const layer_ptr& L, std::vector<std::shared_ptr<g
       fail(who, ": argument ", argnum, " has dtype ", t.dtype(),
            "; only floating tensors can be differentiated (convert it with .to(xf::f32) or leave it out of argnums)");
     }
-    auto leaf = std::make_shared<leaf_node>();
+    auto leaf = make_pooled<leaf_node>();
     leaves.push_back(leaf);
     return wrap_grad(strip_dead(t), L, leaf);
   });

@@ -1,0 +1,202 @@
+#pragma once
+// Building deferred pointwise results (NOTE: [Deferred elementwise] in core/deferred.hpp): each
+// pointwise op's kernel first offers its call here; when the call qualifies, the result is a
+// deferred tensor whose program holds the op's own xtensor kernel as a block function.
+#include <array>
+#include <cstddef>
+#include <type_traits>
+
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xnoalias.hpp>
+
+#include <xfunc/core/deferred.hpp>
+#include <xfunc/dispatch/layer_stack.hpp>
+#include <xfunc/dispatch/trace.hpp>
+
+namespace xfunc::detail::backend {
+
+template <class T>
+auto block_view(const void* p, std::size_t n) {
+  // inputs are only read; xtensor's adaptor wants a mutable pointer
+  return xt::adapt(static_cast<T*>(const_cast<void*>(p)), n, xt::no_ownership(), std::array<std::size_t, 1>{n});
+}
+
+// Block functions: the op's `fn` on n elements, in each operand form. Ops whose `fn` also maps
+// scalars to scalars (they say `fn_takes_scalars = true`: the arithmetic ones) run as plain loops,
+// which the compiler vectorises; the others (exp, sin, ...) through xtensor, whose per-call setup
+// is then small next to the math.
+template <class D, class T, class... A>
+constexpr bool scalar_fn() {
+  if constexpr (requires { D::fn_takes_scalars; }) return D::fn_takes_scalars;
+  else return false;
+}
+
+template <class D, class T>
+void unary_block(void* dst, const void* a, const void*, double, std::size_t n) {
+  if constexpr (scalar_fn<D, T, T>()) {
+    T* __restrict o = static_cast<T*>(dst);
+    const T* __restrict x = static_cast<const T*>(a);
+    for (std::size_t i = 0; i < n; ++i) o[i] = D::fn(x[i]);
+  } else {
+    auto o = block_view<T>(dst, n);
+    xt::noalias(o) = D::fn(block_view<T>(a, n));
+  }
+}
+template <class D, class T>
+void binary_block(void* dst, const void* a, const void* b, double, std::size_t n) {
+  if constexpr (scalar_fn<D, T, T, T>()) {
+    T* __restrict o = static_cast<T*>(dst);
+    const T* __restrict x = static_cast<const T*>(a);
+    const T* __restrict y = static_cast<const T*>(b);
+    for (std::size_t i = 0; i < n; ++i) o[i] = D::fn(x[i], y[i]);
+  } else {
+    auto o = block_view<T>(dst, n);
+    xt::noalias(o) = D::fn(block_view<T>(a, n), block_view<T>(b, n));
+  }
+}
+template <class D, class T>
+void binary_scalar_right_block(void* dst, const void* a, const void*, double s, std::size_t n) {
+  if constexpr (scalar_fn<D, T, T, T>()) {
+    T* __restrict o = static_cast<T*>(dst);
+    const T* __restrict x = static_cast<const T*>(a);
+    const T y = static_cast<T>(s);
+    for (std::size_t i = 0; i < n; ++i) o[i] = D::fn(x[i], y);
+  } else {
+    auto o = block_view<T>(dst, n);
+    xt::noalias(o) = D::fn(block_view<T>(a, n), xt::xscalar<T>(static_cast<T>(s)));
+  }
+}
+template <class D, class T>
+void binary_scalar_left_block(void* dst, const void*, const void* b, double s, std::size_t n) {
+  if constexpr (scalar_fn<D, T, T, T>()) {
+    T* __restrict o = static_cast<T*>(dst);
+    const T x = static_cast<T>(s);
+    const T* __restrict y = static_cast<const T*>(b);
+    for (std::size_t i = 0; i < n; ++i) o[i] = D::fn(x, y[i]);
+  } else {
+    auto o = block_view<T>(dst, n);
+    xt::noalias(o) = D::fn(xt::xscalar<T>(static_cast<T>(s)), block_view<T>(b, n));
+  }
+}
+
+/// Whether t can be read by a deferred program producing `shape` in dtype dt: a deferred
+/// tensor, or a contiguous dense cpu tensor of exactly that shape and dtype.
+inline bool deferrable_operand(const tensor& t, const shape_t& shape, dtype dt) {
+  const tensor_impl* p = t.impl();
+  return p->is_dense() && p->dev == cpu && p->dt == dt && p->shape == shape &&
+         (p->deferred.load(std::memory_order_acquire) || is_contiguous_layout(p->shape, p->strides));
+}
+
+/// Whether a pointwise call producing `shape` in dtype dt may be deferred at all.
+inline bool deferral_applies(const shape_t& shape, dtype dt) {
+  const std::int64_t min = deferred_min_numel();
+  return min > 0 && numel_of(shape) >= min && is_floating(dt) && !tls_trace && current_stack().layers.empty();
+}
+
+/// Adds operand t to program v: its program when it is deferred, else t as a leaf. Returns the
+/// operand code, or false when v has no room (the registry's mutex is held).
+inline bool add_operand(deferred_value& v, const tensor& t, int& code) {
+  const tensor_impl* p = t.impl();
+  if (p->deferred.load(std::memory_order_relaxed)) {
+    const deferred_value& src = *p->pending;
+    int leaf_code[deferred_value::max_leaves];
+    std::size_t n_leaves = v.n_leaves;
+    for (std::size_t i = 0; i < src.n_leaves; ++i) {
+      std::size_t j = 0;
+      while (j < n_leaves && v.leaves[j] != src.leaves[i]) ++j;
+      if (j == n_leaves && ++n_leaves > deferred_value::max_leaves) return false;
+      leaf_code[i] = -1 - static_cast<int>(j);
+    }
+    if (v.n_steps + src.n_steps > deferred_value::max_steps) return false;
+    for (std::size_t i = 0; i < src.n_leaves; ++i) {
+      const auto j = static_cast<std::size_t>(-1 - leaf_code[i]);
+      if (j < v.n_leaves) continue;
+      v.leaves[j] = src.leaves[i];
+      v.leaves[j]->store->deferred_readers.fetch_add(1, std::memory_order_acq_rel);
+      v.n_leaves = j + 1;
+    }
+    const int base = static_cast<int>(v.n_steps);
+    auto remap = [&](int c) { return c >= 0 ? c + base : leaf_code[-1 - c]; };
+    for (std::size_t k = 0; k < src.n_steps; ++k) {
+      deferred_step s = src.steps[k];
+      s.a = remap(s.a);
+      s.b = remap(s.b);
+      v.steps[v.n_steps++] = s;
+    }
+    code = static_cast<int>(v.n_steps) - 1;
+    return true;
+  }
+  for (std::size_t j = 0; j < v.n_leaves; ++j)
+    if (v.leaves[j].get() == p) {
+      code = -1 - static_cast<int>(j);
+      return true;
+    }
+  if (v.n_leaves == deferred_value::max_leaves) return false;
+  v.leaves[v.n_leaves] = t.impl_ptr();
+  p->store->deferred_readers.fetch_add(1, std::memory_order_acq_rel);
+  code = -1 - static_cast<int>(v.n_leaves++);
+  return true;
+}
+
+/// The deferred result of one pointwise step over `operands` (one or two tensors), or an
+/// undefined tensor when the program would not fit (the caller then computes eagerly).
+inline tensor defer_step(std::span<const tensor> operands, const shape_t& shape, dtype dt,
+                         deferred_step::block_fn fn, double scalar) {
+  auto& reg = deferred_registry::instance();
+  auto v = std::make_shared<deferred_value>();
+  v->elem_size = dtype_size(dt);
+  v->numel = numel_of(shape);
+  std::lock_guard<std::mutex> lock(reg.m);
+  int codes[2] = {0, 0};
+  for (std::size_t i = 0; i < operands.size(); ++i)
+    if (!add_operand(*v, operands[i], codes[i])) return {};
+  if (v->n_steps == deferred_value::max_steps) return {};
+  v->steps[v->n_steps++] = {fn, codes[0], operands.size() > 1 ? codes[1] : codes[0], scalar};
+  auto impl = make_pooled<tensor_impl>();
+  impl->dt = dt;
+  impl->dev = cpu;
+  impl->shape = shape;
+  impl->strides = contiguous_strides(shape);
+  impl->pending = std::move(v);
+  impl->deferred.store(true, std::memory_order_release);
+  if (reg.live.size() >= 32)  // drop the entries of deferred tensors that are gone
+    std::erase_if(reg.live, [](const std::weak_ptr<tensor_impl>& w) { return w.expired(); });
+  reg.live.push_back(impl);
+  return tensor(std::move(impl));
+}
+
+/// Deferred y = D::fn(x), or undefined when the call does not qualify.
+template <class D>
+tensor defer_unary(const tensor& x, dtype out_dt) {
+  const tensor_impl& p = *x.impl();
+  if (out_dt != p.dt || !deferral_applies(p.shape, p.dt) || !deferrable_operand(x, p.shape, p.dt)) return {};
+  const auto fn = p.dt == dtype::float32 ? &unary_block<D, float> : &unary_block<D, double>;
+  return defer_step(std::span<const tensor>(&x, 1), p.shape, p.dt, fn, 0.0);
+}
+
+/// Deferred y = D::fn(a, b) (both of dtype dt; a one-element side becomes a scalar), or
+/// undefined when the call does not qualify.
+template <class D>
+tensor defer_binary(const tensor& a, const tensor& b, dtype dt) {
+  if (a.dtype() != dt || b.dtype() != dt || !is_floating(dt)) return {};
+  const bool a_scalar = a.numel() == 1 && b.numel() > 1, b_scalar = b.numel() == 1 && a.numel() > 1;
+  const tensor& big = a_scalar ? b : a;
+  const shape_t& shape = big.shape();
+  if (!deferral_applies(shape, dt) || !(broadcast_shapes(a.shape(), b.shape()) == shape)) return {};
+  if (!deferrable_operand(big, shape, dt)) return {};
+  auto scalar_of = [&](const tensor& s) {
+    return dt == dtype::float32 ? double(s.impl()->template data<float>()[0]) : s.impl()->template data<double>()[0];
+  };
+  const bool f32 = dt == dtype::float32;
+  if (b_scalar)
+    return defer_step(std::span<const tensor>(&a, 1), shape, dt,
+                      f32 ? &binary_scalar_right_block<D, float> : &binary_scalar_right_block<D, double>, scalar_of(b));
+  if (a_scalar)
+    return defer_step(std::span<const tensor>(&b, 1), shape, dt,
+                      f32 ? &binary_scalar_left_block<D, float> : &binary_scalar_left_block<D, double>, scalar_of(a));
+  if (!deferrable_operand(b, shape, dt)) return {};
+  const tensor both[] = {a, b};
+  return defer_step(both, shape, dt, f32 ? &binary_block<D, float> : &binary_block<D, double>, 0.0);
+}
+
+}  // namespace xfunc::detail::backend

@@ -1,0 +1,146 @@
+#pragma once
+// Deferred elementwise results: the value of a large pointwise op outside any transform may be
+// computed when it is first read, together with the pointwise ops that consumed it, in one pass
+// over memory (NOTE: [Deferred elementwise]). Included at the end of core/tensor.hpp, whose
+// tensor_impl::data() settles deferred values; backend/fusion.hpp builds them.
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <xfunc/core/tensor.hpp>
+
+namespace xfunc::detail {
+
+// NOTE: [Deferred elementwise]
+// `x * a + b` on 2^24 floats, computed op by op, streams memory twice: the product is written
+// out and read back. A hand-written loop streams it once. So, with no transform active (empty
+// layer stack, no make_fx trace), a floating pointwise op on contiguous cpu tensors of at least
+// deferred_min_numel() elements returns a *deferred* tensor: shape, dtype and device are final,
+// but the storage is allocated and filled only when the data is first accessed. Its value is a
+// small program (deferred_value): up to max_steps block functions over up to max_leaves
+// materialised input tensors and scalars. An op whose tensor arguments are deferred copies their
+// programs into its own instead of reading their results, so a chain of pointwise ops becomes one
+// program, evaluated block by block (the intermediates stay in L1) when the result is read.
+// Each step is the op's own xtensor kernel applied to a block, so results are bitwise those of
+// eager evaluation. Correctness rests on two rules, both enforced in tensor_impl::data():
+//  - reading a deferred tensor evaluates it first (every kernel reads through data());
+//  - any access to a storage that a deferred program reads (a "leaf"), which may be a write
+//    (an in-place op, copy_), first evaluates every deferred tensor reading it, so a program
+//    never sees a later write. Leaves count their deferred readers; the live deferred tensors
+//    are in one registry, scanned only when such a storage is accessed.
+// Evaluation and program building hold the registry's mutex, so deferred tensors can be shared
+// between threads like any other. Set XFUNC_DEFERRED_MIN_NUMEL (elements; 0 turns deferral
+// off) to change the threshold.
+
+/// One step of a deferred program: dst[0..n) = op(a, b) for one block.
+struct deferred_step {
+  using block_fn = void (*)(void* dst, const void* a, const void* b, double scalar, std::size_t n);
+  block_fn fn = nullptr;
+  int a = 0;  // operand codes: a register (>= 0: the result of that step) or a leaf (-1 - index)
+  int b = 0;  // (unused by unary steps and the tensor side of tensor-scalar steps)
+  double scalar = 0;
+};
+
+struct deferred_value {
+  static constexpr std::size_t max_steps = 8;
+  static constexpr std::size_t max_leaves = 4;
+  static constexpr std::size_t block = 1024;  // elements per block: a multiple of every SIMD width
+
+  std::size_t elem_size = 0;
+  std::int64_t numel = 0;
+  std::array<deferred_step, max_steps> steps{};
+  std::size_t n_steps = 0;
+  std::array<std::shared_ptr<tensor_impl>, max_leaves> leaves{};
+  std::size_t n_leaves = 0;
+
+  deferred_value() = default;
+  deferred_value(const deferred_value&) = delete;
+  deferred_value& operator=(const deferred_value&) = delete;
+  ~deferred_value();  // releases the leaves' reader counts
+
+  bool reads(const storage* s) const;
+  /// Writes the program's result (numel elements) to `out`.
+  void evaluate(std::byte* out) const;
+};
+
+/// Live deferred tensors (weak), and the mutex under which programs are built and evaluated.
+struct deferred_registry {
+  std::mutex m;
+  std::vector<std::weak_ptr<tensor_impl>> live;
+  static deferred_registry& instance() {
+    static deferred_registry* r = new deferred_registry;  // never destroyed (static tensors)
+    return *r;
+  }
+};
+
+inline std::atomic<std::int64_t>& deferred_min_numel_setting() {
+  static std::atomic<std::int64_t> v{[] {
+    const char* e = std::getenv("XFUNC_DEFERRED_MIN_NUMEL");
+    return e ? std::strtoll(e, nullptr, 10) : std::int64_t(1) << 15;
+  }()};
+  return v;
+}
+/// Pointwise ops with at least this many elements may be deferred (0: never).
+inline std::int64_t deferred_min_numel() { return deferred_min_numel_setting().load(std::memory_order_relaxed); }
+/// Changes the threshold (tests use it to defer small tensors too); returns the previous one.
+inline std::int64_t set_deferred_min_numel(std::int64_t n) { return deferred_min_numel_setting().exchange(n); }
+
+inline deferred_value::~deferred_value() {
+  for (std::size_t i = 0; i < n_leaves; ++i) leaves[i]->store->deferred_readers.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+inline bool deferred_value::reads(const storage* s) const {
+  for (std::size_t i = 0; i < n_leaves; ++i)
+    if (leaves[i]->store.get() == s) return true;
+  return false;
+}
+
+inline void deferred_value::evaluate(std::byte* out) const {
+  // registers hold the intermediate blocks; the last step writes straight into `out`
+  alignas(64) std::byte regs[max_steps][block * sizeof(double)];
+  const auto total = static_cast<std::size_t>(numel);
+  const std::size_t bs = n_steps == 1 ? total : block;  // one step needs no registers: one call
+  for (std::size_t off = 0; off < total; off += bs) {
+    const std::size_t n = total - off < bs ? total - off : bs;
+    auto operand = [&](int code) -> const void* {
+      if (code >= 0) return regs[code];
+      const tensor_impl& l = *leaves[static_cast<std::size_t>(-1 - code)];
+      return l.store->data + (static_cast<std::size_t>(l.offset) + off) * elem_size;
+    };
+    for (std::size_t k = 0; k < n_steps; ++k) {
+      const deferred_step& s = steps[k];
+      void* dst = k + 1 == n_steps ? static_cast<void*>(out + off * elem_size) : static_cast<void*>(regs[k]);
+      s.fn(dst, operand(s.a), operand(s.b), s.scalar, n);
+    }
+  }
+}
+
+/// Evaluates deferred tensor t into fresh storage; the registry's mutex is held.
+inline void settle_locked(tensor_impl& t) {
+  if (!t.deferred.load(std::memory_order_relaxed)) return;
+  auto st = make_pooled<storage>(static_cast<std::size_t>(t.pending->numel) * t.pending->elem_size);
+  t.pending->evaluate(st->data);
+  t.store = std::move(st);
+  std::shared_ptr<deferred_value> done = std::move(t.pending);  // leaves released after the flag
+  t.deferred.store(false, std::memory_order_release);
+}
+
+inline void settle_deferred(const tensor_impl& t) {
+  std::lock_guard<std::mutex> lock(deferred_registry::instance().m);
+  settle_locked(const_cast<tensor_impl&>(t));  // impls are never const objects
+}
+
+inline void settle_readers_of(const storage& s) {
+  auto& reg = deferred_registry::instance();
+  std::lock_guard<std::mutex> lock(reg.m);
+  for (auto& w : reg.live)
+    if (auto p = w.lock())
+      if (p->deferred.load(std::memory_order_relaxed) && p->pending->reads(&s)) settle_locked(*p);
+}
+
+}  // namespace xfunc::detail

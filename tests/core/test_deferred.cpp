@@ -1,0 +1,162 @@
+// Deferred pointwise results (NOTE: [Deferred elementwise]): which calls are deferred, that a
+// deferred chain gives bitwise the eager result, and that no access pattern (writes into its
+// inputs, writes into it, views, transforms, printing) can observe the difference.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include <xfunc/xfunc.hpp>
+
+namespace xf = xfunc;
+using xf::detail::set_deferred_min_numel;
+
+namespace {
+
+bool is_deferred(const xf::tensor& t) { return t.impl()->deferred.load(); }
+
+/// Runs f with deferral at the given threshold, restoring the previous one afterwards.
+template <class F>
+auto with_threshold(std::int64_t n, F f) {
+  struct restore {
+    std::int64_t prev;
+    ~restore() { set_deferred_min_numel(prev); }
+  } r{set_deferred_min_numel(n)};
+  return f();
+}
+template <class F>
+auto eager(F f) { return with_threshold(0, f); }
+template <class F>
+auto deferred(F f) { return with_threshold(1024, f); }
+
+constexpr std::int64_t N = 5000;  // not a multiple of the block size: the last block is partial
+
+}  // namespace
+
+TEST_CASE("large pointwise results are deferred; small ones, other ops and integers are not", "[deferred]") {
+  deferred([] {
+    xf::tensor x = xf::randn({N}), small = xf::randn({8});
+    CHECK(is_deferred(x * 2.0));
+    CHECK(is_deferred(xf::exp(x)));
+    CHECK(is_deferred(x + x));
+    CHECK(is_deferred(3.0 - x));
+    CHECK_FALSE(is_deferred(small * 2.0));
+    CHECK_FALSE(is_deferred(xf::sum(x)));
+    CHECK_FALSE(is_deferred(x.reshape({50, 100}).t() * 2.0));  // a strided view: eager
+    CHECK(is_deferred(x.narrow(0, 1, N - 1) * 2.0));             // a contiguous view is read in place
+    CHECK_FALSE(is_deferred(xf::arange(N) * 2));                 // integer dtype
+    CHECK_FALSE(is_deferred(x.to(xf::f64) + x));                 // mixed dtypes promote: eager
+  });
+}
+
+TEST_CASE("deferred chains are bitwise equal to eager evaluation", "[deferred]") {
+  for (xf::dtype dt : {xf::f32, xf::f64}) {
+    INFO(dt);
+    xf::manual_seed(3);
+    xf::tensor x = xf::randn({N}, dt), y = xf::rand({N}, dt) + 0.5;
+    auto chain = [&] {
+      xf::tensor a = x * 1.7 + (-0.3);                           // scalar forms
+      xf::tensor b = xf::exp(a * 0.25) - xf::sin(x) / (y + 3.0);  // two deferred operands
+      xf::tensor c = xf::tanh(b) * b + x * y;                     // shared subexpressions, shared leaves
+      xf::tensor d = xf::sqrt(y) / (2.0 - xf::neg(c));            // scalar on the left
+      return std::vector<xf::tensor>{a, b, c, d};
+    };
+    auto lazy = deferred(chain);
+    auto ref = eager(chain);
+    for (std::size_t i = 0; i < lazy.size(); ++i) {
+      CHECK(lazy[i].shape() == ref[i].shape());
+      CHECK(lazy[i].dtype() == dt);
+      CHECK(xf::equal(lazy[i], ref[i]));
+    }
+  }
+}
+
+TEST_CASE("programs too large to fuse fall back to evaluating their inputs", "[deferred]") {
+  auto long_chain = [] {
+    xf::manual_seed(4);
+    xf::tensor x = xf::randn({N});
+    xf::tensor t = x;
+    for (int i = 0; i < 30; ++i) t = t * 1.01 + 0.01;  // more steps than one program holds
+    xf::tensor many = xf::randn({N});
+    for (int i = 0; i < 6; ++i) many = many + xf::randn({N});  // more leaves than one program holds
+    xf::tensor doubling = x;
+    for (int i = 0; i < 5; ++i) doubling = doubling * doubling + 0.5;  // the program would double each step
+    return std::vector<xf::tensor>{t, many, doubling};
+  };
+  auto lazy = deferred(long_chain);
+  auto ref = eager(long_chain);
+  for (std::size_t i = 0; i < lazy.size(); ++i) CHECK(xf::equal(lazy[i], ref[i]));
+}
+
+TEST_CASE("writes into an input after deferral do not reach the deferred result", "[deferred]") {
+  deferred([] {
+    xf::tensor x = xf::randn({N});
+    const xf::tensor x0 = x.clone();
+    xf::tensor y = xf::exp(x) * 2.0;
+    xf::tensor z = x + 1.0;
+    REQUIRE(is_deferred(y));
+    x.mul_(3.0);  // in-place op on the leaf
+    CHECK(xf::allclose(y, eager([&] { return xf::exp(x0) * 2.0; })));
+    CHECK(xf::equal(z, eager([&] { return x0 + 1.0; })));
+
+    xf::tensor w = xf::cos(x);
+    x.narrow(0, 10, 5).zero_();  // a write through a view of the leaf
+    CHECK(xf::equal(w, eager([&] { return xf::cos(x0 * 3.0); })));
+
+    const xf::tensor x1 = x.clone();
+    xf::tensor v = x * x;
+    x.copy_(xf::zeros({N}));
+    CHECK(xf::equal(v, eager([&] { return x1 * x1; })));
+  });
+}
+
+TEST_CASE("a deferred tensor can be written, viewed, printed and compared", "[deferred]") {
+  deferred([] {
+    xf::tensor x = xf::randn({N});
+    xf::tensor y = x * 2.0;
+    xf::tensor view = y.narrow(0, 100, 10);  // a view evaluates its base first
+    CHECK_FALSE(is_deferred(y));
+    CHECK(xf::same_storage(view, y));
+    CHECK(xf::equal(view, eager([&] { return (x * 2.0).narrow(0, 100, 10); })));
+    CHECK_FALSE(xf::same_storage(x * 3.0, x));
+
+    xf::tensor z = xf::sin(x);
+    z.add_(1.0);  // in-place on a deferred tensor
+    CHECK(xf::equal(z, eager([&] { return xf::sin(x) + 1.0; })));
+
+    xf::tensor r = (x + 1.0).reshape({50, 100}).transpose(0, 1);
+    CHECK(xf::equal(r, eager([&] { return (x + 1.0).reshape({50, 100}).transpose(0, 1); })));
+
+    std::ostringstream a, b;
+    a << (x * 0.5);
+    b << eager([&] { return x * 0.5; });
+    CHECK(a.str() == b.str());
+    const bool same_xtensor = xf::to_xtensor<float>(x - 1.0) == xf::to_xtensor<float>(eager([&] { return x - 1.0; }));
+    CHECK(same_xtensor);
+  });
+}
+
+TEST_CASE("deferred tensors enter transforms; inside transforms nothing is deferred", "[deferred]") {
+  deferred([] {
+    xf::tensor x = xf::randn({N}, xf::f64);
+    auto f = [](const xf::tensor& v) {
+      xf::tensor inner = xf::exp(v) * 2.0;
+      CHECK_FALSE(xf::detail::dense_of(inner)->deferred.load());
+      return xf::sum(inner * v);
+    };
+    xf::tensor y = x * 0.5;  // deferred argument
+    REQUIRE(is_deferred(y));
+    xf::tensor g = xf::grad(f)(y);
+    xf::tensor y_ref = eager([&] { return x * 0.5; });
+    CHECK(xf::allclose(g, eager([&] { return xf::exp(y_ref) * 2.0 * (y_ref + 1.0); })));
+    xf::tensor rows = (x + 1.0).reshape({50, 100});
+    xf::tensor v = xf::vmap([](const xf::tensor& r) { return xf::sum(xf::sin(r)); })(rows);
+    CHECK(xf::allclose(v, eager([&] { return xf::sum(xf::sin((x + 1.0).reshape({50, 100})), {1}); })));
+  });
+}
+
+TEST_CASE("XFUNC_DEFERRED_MIN_NUMEL = 0 turns deferral off", "[deferred]") {
+  eager([] {
+    xf::tensor x = xf::randn({N});
+    CHECK_FALSE(is_deferred(x * 2.0));
+  });
+}
