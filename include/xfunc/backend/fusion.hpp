@@ -87,10 +87,11 @@ inline bool deferrable_operand(const tensor& t, const shape_t& shape, dtype dt) 
          (p->deferred.load(std::memory_order_acquire) || is_contiguous_layout(p->shape, p->strides));
 }
 
-/// Whether a pointwise call producing `shape` in dtype dt may be deferred at all.
-inline bool deferral_applies(const shape_t& shape, dtype dt) {
+/// Whether a pointwise call of `numel` elements in dtype dt may be deferred at all (checked
+/// first and cheaply: most calls are small).
+inline bool deferral_applies(std::int64_t numel, dtype dt) {
   const std::int64_t min = deferred_min_numel();
-  return min > 0 && numel_of(shape) >= min && is_floating(dt) && !tls_trace && current_stack().layers.empty();
+  return min > 0 && numel >= min && is_floating(dt) && !tls_trace && current_stack().layers.empty();
 }
 
 /// Adds operand t to program v: its program when it is deferred, else t as a leaf. Returns the
@@ -169,7 +170,7 @@ inline tensor defer_step(std::span<const tensor> operands, const shape_t& shape,
 template <class D>
 tensor defer_unary(const tensor& x, dtype out_dt) {
   const tensor_impl& p = *x.impl();
-  if (out_dt != p.dt || !deferral_applies(p.shape, p.dt) || !deferrable_operand(x, p.shape, p.dt)) return {};
+  if (!deferral_applies(numel_of(p.shape), p.dt) || out_dt != p.dt || !deferrable_operand(x, p.shape, p.dt)) return {};
   const auto fn = p.dt == dtype::float32 ? &unary_block<D, float> : &unary_block<D, double>;
   return defer_step(std::span<const tensor>(&x, 1), p.shape, p.dt, fn, 0.0);
 }
@@ -178,11 +179,12 @@ tensor defer_unary(const tensor& x, dtype out_dt) {
 /// undefined when the call does not qualify.
 template <class D>
 tensor defer_binary(const tensor& a, const tensor& b, dtype dt) {
-  if (a.dtype() != dt || b.dtype() != dt || !is_floating(dt)) return {};
-  const bool a_scalar = a.numel() == 1 && b.numel() > 1, b_scalar = b.numel() == 1 && a.numel() > 1;
+  const std::int64_t na = numel_of(a.impl()->shape), nb = numel_of(b.impl()->shape);
+  if (!deferral_applies(na > nb ? na : nb, dt) || a.impl()->dt != dt || b.impl()->dt != dt) return {};
+  const bool a_scalar = na == 1 && nb > 1, b_scalar = nb == 1 && na > 1;
   const tensor& big = a_scalar ? b : a;
   const shape_t& shape = big.shape();
-  if (!deferral_applies(shape, dt) || !(broadcast_shapes(a.shape(), b.shape()) == shape)) return {};
+  if (!(broadcast_shapes(a.shape(), b.shape()) == shape)) return {};
   if (!deferrable_operand(big, shape, dt)) return {};
   auto scalar_of = [&](const tensor& s) {
     return dt == dtype::float32 ? double(s.impl()->template data<float>()[0]) : s.impl()->template data<double>()[0];

@@ -78,17 +78,18 @@ struct deferred_registry {
   }
 };
 
-inline std::atomic<std::int64_t>& deferred_min_numel_setting() {
-  static std::atomic<std::int64_t> v{[] {
-    const char* e = std::getenv("XFUNC_DEFERRED_MIN_NUMEL");
-    return e ? std::strtoll(e, nullptr, 10) : std::int64_t(1) << 15;
-  }()};
-  return v;
+inline std::int64_t deferred_min_numel_from_env() {
+  const char* e = std::getenv("XFUNC_DEFERRED_MIN_NUMEL");
+  return e ? std::strtoll(e, nullptr, 10) : std::int64_t(1) << 15;
 }
+// A namespace-scope variable, not a function-local static: no initialisation guard on the hot
+// path. Before its dynamic initialisation (static initialisers of other files) it reads 0, which
+// only means "no deferral".
+inline std::atomic<std::int64_t> deferred_min_numel_setting{deferred_min_numel_from_env()};
 /// Pointwise ops with at least this many elements may be deferred (0: never).
-inline std::int64_t deferred_min_numel() { return deferred_min_numel_setting().load(std::memory_order_relaxed); }
+inline std::int64_t deferred_min_numel() { return deferred_min_numel_setting.load(std::memory_order_relaxed); }
 /// Changes the threshold (tests use it to defer small tensors too); returns the previous one.
-inline std::int64_t set_deferred_min_numel(std::int64_t n) { return deferred_min_numel_setting().exchange(n); }
+inline std::int64_t set_deferred_min_numel(std::int64_t n) { return deferred_min_numel_setting.exchange(n); }
 
 inline deferred_value::~deferred_value() {
   for (std::size_t i = 0; i < n_leaves; ++i) leaves[i]->store->deferred_readers.fetch_sub(1, std::memory_order_acq_rel);

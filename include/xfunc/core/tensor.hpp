@@ -287,8 +287,13 @@ struct tensor_impl {
   /// Makes the buffer safe to touch: evaluates this tensor if deferred, and every deferred value
   /// that reads its storage (the caller may be about to write it). Every kernel goes through it.
   void prepare_access() const {
+    if (deferred.load(std::memory_order_acquire) ||
+        (store && store->deferred_readers.load(std::memory_order_acquire) > 0)) [[unlikely]]
+      settle_for_access();
+  }
+  void settle_for_access() const {
     if (deferred.load(std::memory_order_acquire)) settle_deferred(*this);
-    if (store && store->deferred_readers.load(std::memory_order_acquire) > 0) settle_readers_of(*store);
+    if (store->deferred_readers.load(std::memory_order_acquire) > 0) settle_readers_of(*store);
   }
   template <class T>
   T* data() const {
