@@ -33,8 +33,8 @@ namespace xfunc::detail {
 //    (an in-place op, copy_), first evaluates every deferred tensor reading it, so a program
 //    never sees a later write. Leaves count their deferred readers; the live deferred tensors
 //    are in one registry, scanned only when such a storage is accessed.
-// Evaluation and program building hold the registry's mutex, so deferred tensors can be shared
-// between threads like any other. Set XFUNC_DEFERRED_MIN_NUMEL (elements; 0 turns deferral
+// Program building holds the registry's mutex and each evaluation its program's mutex, so
+// deferred tensors can be shared between threads like any other. Set XFUNC_DEFERRED_MIN_NUMEL (elements; 0 turns deferral
 // off) to change the threshold.
 
 /// One step of a deferred program: dst[0..n) = op(a, b) for one block.
@@ -57,6 +57,7 @@ struct deferred_value {
   std::size_t n_steps = 0;
   std::array<std::shared_ptr<tensor_impl>, max_leaves> leaves{};
   std::size_t n_leaves = 0;
+  std::mutex evaluating;  // held while one thread evaluates the program
 
   deferred_value() = default;
   deferred_value(const deferred_value&) = delete;
@@ -102,46 +103,62 @@ inline bool deferred_value::reads(const storage* s) const {
 }
 
 inline void deferred_value::evaluate(std::byte* out) const {
-  // registers hold the intermediate blocks; the last step writes straight into `out`
-  alignas(64) std::byte regs[max_steps][block * sizeof(double)];
+  // Registers hold the intermediate blocks (the last step writes straight into `out`). They are
+  // a heap buffer (56 KiB could overflow a small thread stack), 64-byte aligned like every
+  // tensor buffer: xtensor handles the elements before the first aligned one separately, so the
+  // same alignment is what makes the results bitwise those of eager evaluation.
   const auto total = static_cast<std::size_t>(numel);
   const std::size_t bs = n_steps == 1 ? total : block;  // one step needs no registers: one call
+  const std::size_t reg_bytes = block * elem_size;
+  storage reg_buffer(n_steps > 1 ? (n_steps - 1) * reg_bytes : 0);
+  std::byte* regs = reg_buffer.data;
   for (std::size_t off = 0; off < total; off += bs) {
     const std::size_t n = total - off < bs ? total - off : bs;
     auto operand = [&](int code) -> const void* {
-      if (code >= 0) return regs[code];
+      if (code >= 0) return regs + static_cast<std::size_t>(code) * reg_bytes;
       const tensor_impl& l = *leaves[static_cast<std::size_t>(-1 - code)];
       return l.store->data + (static_cast<std::size_t>(l.offset) + off) * elem_size;
     };
     for (std::size_t k = 0; k < n_steps; ++k) {
       const deferred_step& s = steps[k];
-      void* dst = k + 1 == n_steps ? static_cast<void*>(out + off * elem_size) : static_cast<void*>(regs[k]);
+      std::byte* dst = k + 1 == n_steps ? out + off * elem_size : regs + k * reg_bytes;
       s.fn(dst, operand(s.a), operand(s.b), s.scalar, n);
     }
   }
 }
 
-/// Evaluates deferred tensor t into fresh storage; the registry's mutex is held.
-inline void settle_locked(tensor_impl& t) {
-  if (!t.deferred.load(std::memory_order_relaxed)) return;
-  auto st = make_pooled<storage>(static_cast<std::size_t>(t.pending->numel) * t.pending->elem_size);
-  t.pending->evaluate(st->data);
+// Settling: the registry's mutex guards `pending` and the live list; each program's own mutex
+// serialises the evaluation of one deferred tensor, so threads settle different tensors in
+// parallel. Lock order: a program's mutex, then the registry's (never the reverse).
+inline void settle_deferred(const tensor_impl& impl) {
+  auto& t = const_cast<tensor_impl&>(impl);  // impls are never const objects
+  auto& reg = deferred_registry::instance();
+  std::shared_ptr<deferred_value> p;  // keeps the program (and its leaves) alive to the end
+  {
+    std::lock_guard<std::mutex> lock(reg.m);
+    if (!t.deferred.load(std::memory_order_relaxed)) return;
+    p = t.pending;
+  }
+  std::lock_guard<std::mutex> evaluating(p->evaluating);
+  if (!t.deferred.load(std::memory_order_acquire)) return;  // another thread settled it meanwhile
+  auto st = make_pooled<storage>(static_cast<std::size_t>(p->numel) * p->elem_size);
+  p->evaluate(st->data);
+  std::lock_guard<std::mutex> lock(reg.m);
   t.store = std::move(st);
-  std::shared_ptr<deferred_value> done = std::move(t.pending);  // leaves released after the flag
+  t.pending.reset();
   t.deferred.store(false, std::memory_order_release);
-}
-
-inline void settle_deferred(const tensor_impl& t) {
-  std::lock_guard<std::mutex> lock(deferred_registry::instance().m);
-  settle_locked(const_cast<tensor_impl&>(t));  // impls are never const objects
 }
 
 inline void settle_readers_of(const storage& s) {
   auto& reg = deferred_registry::instance();
-  std::lock_guard<std::mutex> lock(reg.m);
-  for (auto& w : reg.live)
-    if (auto p = w.lock())
-      if (p->deferred.load(std::memory_order_relaxed) && p->pending->reads(&s)) settle_locked(*p);
+  std::vector<std::shared_ptr<tensor_impl>> readers;
+  {
+    std::lock_guard<std::mutex> lock(reg.m);
+    for (auto& w : reg.live)
+      if (auto p = w.lock())
+        if (p->deferred.load(std::memory_order_relaxed) && p->pending->reads(&s)) readers.push_back(std::move(p));
+  }
+  for (const auto& p : readers) settle_deferred(*p);
 }
 
 }  // namespace xfunc::detail
