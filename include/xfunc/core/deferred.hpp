@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include <xfunc/core/tensor.hpp>
@@ -62,7 +63,9 @@ struct deferred_value {
   deferred_value() = default;
   deferred_value(const deferred_value&) = delete;
   deferred_value& operator=(const deferred_value&) = delete;
-  ~deferred_value();  // releases the leaves' reader counts
+  ~deferred_value() { release_leaves(); }
+  /// Drops the leaves and their reader counts (once evaluated, or when the tensor goes away).
+  void release_leaves();
 
   bool reads(const storage* s) const;
   /// Writes the program's result (numel elements) to `out`.
@@ -92,8 +95,12 @@ inline std::int64_t deferred_min_numel() { return deferred_min_numel_setting.loa
 /// Changes the threshold (tests use it to defer small tensors too); returns the previous one.
 inline std::int64_t set_deferred_min_numel(std::int64_t n) { return deferred_min_numel_setting.exchange(n); }
 
-inline deferred_value::~deferred_value() {
-  for (std::size_t i = 0; i < n_leaves; ++i) leaves[i]->store->deferred_readers.fetch_sub(1, std::memory_order_acq_rel);
+inline void deferred_value::release_leaves() {
+  for (std::size_t i = 0; i < n_leaves; ++i) {
+    leaves[i]->store->deferred_readers.fetch_sub(1, std::memory_order_acq_rel);
+    leaves[i].reset();
+  }
+  n_leaves = 0;
 }
 
 inline bool deferred_value::reads(const storage* s) const {
@@ -145,20 +152,27 @@ inline void settle_deferred(const tensor_impl& impl) {
   p->evaluate(st->data);
   std::lock_guard<std::mutex> lock(reg.m);
   t.store = std::move(st);
+  p->release_leaves();  // now, so that a writer waiting for the readers of a leaf sees them gone
   t.pending.reset();
   t.deferred.store(false, std::memory_order_release);
 }
 
+// While the readers found are being settled, another thread may copy the program of one of them
+// into a new deferred tensor (it reads the deferred tensor, not this buffer, as far as it knows).
+// So this repeats until no reader is left: a new reader can only come from an existing one.
 inline void settle_readers_of(const storage& s) {
   auto& reg = deferred_registry::instance();
-  std::vector<std::shared_ptr<tensor_impl>> readers;
-  {
-    std::lock_guard<std::mutex> lock(reg.m);
-    for (auto& w : reg.live)
-      if (auto p = w.lock())
-        if (p->deferred.load(std::memory_order_relaxed) && p->pending->reads(&s)) readers.push_back(std::move(p));
+  while (s.deferred_readers.load(std::memory_order_acquire) > 0) {
+    std::vector<std::shared_ptr<tensor_impl>> readers;
+    {
+      std::lock_guard<std::mutex> lock(reg.m);
+      for (auto& w : reg.live)
+        if (auto p = w.lock())
+          if (p->deferred.load(std::memory_order_relaxed) && p->pending->reads(&s)) readers.push_back(std::move(p));
+    }
+    for (const auto& p : readers) settle_deferred(*p);
+    if (readers.empty()) std::this_thread::yield();  // a reader is being dropped on another thread
   }
-  for (const auto& p : readers) settle_deferred(*p);
 }
 
 }  // namespace xfunc::detail

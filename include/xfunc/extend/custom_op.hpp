@@ -291,7 +291,7 @@ class custom_op_handle<R(P...)> {
   /// Runs the op under whatever transforms are active.
   R operator()(P... args) const {
     const def_t* d = def();
-    values_t values{args...};
+    values_t values{std::forward<P>(args)...};  // moves by-value arguments, copies references
     // no wrapper among the arguments and no trace: the kernel straight away, below every layer
     if (!detail::tls_trace) {
       bool plain = true, on_meta = false;
@@ -383,10 +383,15 @@ class custom_op_handle<R(P...)> {
       std::apply(d.fn, values);
     } else {
       R r = std::apply(d.fn, values);
-      detail::small_list<tensor, 4> in;
-      detail::op_args<P...>::for_each_tensor(values, [&](const tensor& t, std::size_t, bool) { in.push_back(t); });
-      if constexpr (std::is_same_v<R, tensor>) detail::check_output_not_input(d.name, in, r, 0);
-      else detail::check_no_alias(d.name, in, detail::flatten_op_output(r));
+      if constexpr (std::is_same_v<R, tensor>) {  // checked in place: no list of the inputs
+        std::size_t i = 0;
+        detail::op_args<P...>::for_each_tensor(
+            values, [&](const tensor& t, std::size_t, bool) { detail::check_output_not_input(d.name, t, i++, r, 0); });
+      } else {
+        detail::small_list<tensor, 4> in;
+        detail::op_args<P...>::for_each_tensor(values, [&](const tensor& t, std::size_t, bool) { in.push_back(t); });
+        detail::check_no_alias(d.name, in, detail::flatten_op_output(r));
+      }
       return r;
     }
   }

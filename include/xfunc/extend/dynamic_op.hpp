@@ -85,13 +85,17 @@ struct hide_all_layers {
 inline bool aliases(const tensor& a, const tensor& b) {
   return a.defined() && b.defined() && (a.impl() == b.impl() || same_storage(a, b));
 }
+/// Output k of a custom op may not be, or share memory with, its input i.
+inline void check_output_not_input(const std::string& name, const tensor& input, std::size_t i, const tensor& out,
+                                   std::size_t k) {
+  if (aliases(out, input))
+    fail(name, ": output ", k, " is or aliases input ", i,
+         " (alias); a custom op must return new tensors: return a copy (e.g. x.clone())");
+}
 /// Output k of a custom op may not be, or share memory with, one of its inputs.
 inline void check_output_not_input(const std::string& name, std::span<const tensor> in, const tensor& out,
                                    std::size_t k) {
-  for (std::size_t i = 0; i < in.size(); ++i)
-    if (aliases(out, in[i]))
-      fail(name, ": output ", k, " is or aliases input ", i,
-           " (alias); a custom op must return new tensors: return a copy (e.g. x.clone())");
+  for (std::size_t i = 0; i < in.size(); ++i) check_output_not_input(name, in[i], i, out, k);
 }
 /// A custom op's outputs may not be, or share memory with, an input or another output.
 inline void check_no_alias(const std::string& name, std::span<const tensor> in, const tensor_list& outs) {
