@@ -118,6 +118,11 @@ TEST_CASE("a deferred tensor can be written, viewed, printed and compared", "[de
     CHECK(xf::same_storage(view, y));
     CHECK(xf::equal(view, eager([&] { return (x * 2.0).narrow(0, 100, 10); })));
     CHECK_FALSE(xf::same_storage(x * 3.0, x));
+    xf::tensor d = x * 4.0, d_handle = d;
+    REQUIRE(is_deferred(d));
+    CHECK(xf::same_storage(d, d_handle));  // one tensor, not evaluated yet
+    CHECK(is_deferred(d));
+    CHECK_FALSE(xf::same_storage(d, x * 4.0));
 
     xf::tensor z = xf::sin(x);
     z.add_(1.0);  // in-place on a deferred tensor

@@ -33,7 +33,10 @@ namespace xfunc::detail {
 //  - any access to a storage that a deferred program reads (a "leaf"), which may be a write
 //    (an in-place op, copy_), first evaluates every deferred tensor reading it, so a program
 //    never sees a later write. Leaves count their deferred readers; the live deferred tensors
-//    are in one registry, scanned only when such a storage is accessed.
+//    are in one registry, scanned only when such a storage is accessed, until the count is 0
+//    (another thread may copy a reader's program into a new tensor meanwhile).
+// A deferred tensor has no buffer and no views (making a view evaluates it first), so
+// same_storage compares deferred tensors by identity.
 // Program building holds the registry's mutex and each evaluation its program's mutex, so
 // deferred tensors can be shared between threads like any other. Set XFUNC_DEFERRED_MIN_NUMEL (elements; 0 turns deferral
 // off) to change the threshold.

@@ -385,7 +385,10 @@ inline bool same_storage(const tensor& a, const tensor& b) {
   const detail::tensor_impl* y = b.impl();
   while (x && !x->is_dense()) x = x->inner.impl();
   while (y && !y->is_dense()) y = y->inner.impl();
-  return x && y && x->store && x->store == y->store;
+  if (!x || !y) return false;
+  // a deferred tensor's buffer does not exist yet, and it has no views (making one evaluates it)
+  if (x->deferred.load(std::memory_order_acquire) || y->deferred.load(std::memory_order_acquire)) return x == y;
+  return x->store && x->store == y->store;
 }
 
 /// A 0-d tensor holding v; dtype from v's C++ type (double→f64, int→i64, bool→b8).
