@@ -25,7 +25,7 @@ auto block_view(const void* p, std::size_t n) {
 // scalars to scalars (they say `fn_takes_scalars = true`: the arithmetic ones) run as plain loops,
 // which the compiler vectorises; the others (exp, sin, ...) through xtensor, whose per-call setup
 // is then small next to the math.
-template <class D, class T, class... A>
+template <class D>
 constexpr bool scalar_fn() {
   if constexpr (requires { D::fn_takes_scalars; }) return D::fn_takes_scalars;
   else return false;
@@ -33,7 +33,7 @@ constexpr bool scalar_fn() {
 
 template <class D, class T>
 void unary_block(void* dst, const void* a, const void*, double, std::size_t n) {
-  if constexpr (scalar_fn<D, T, T>()) {
+  if constexpr (scalar_fn<D>()) {
     T* __restrict o = static_cast<T*>(dst);
     const T* __restrict x = static_cast<const T*>(a);
     for (std::size_t i = 0; i < n; ++i) o[i] = D::fn(x[i]);
@@ -44,7 +44,7 @@ void unary_block(void* dst, const void* a, const void*, double, std::size_t n) {
 }
 template <class D, class T>
 void binary_block(void* dst, const void* a, const void* b, double, std::size_t n) {
-  if constexpr (scalar_fn<D, T, T, T>()) {
+  if constexpr (scalar_fn<D>()) {
     T* __restrict o = static_cast<T*>(dst);
     const T* __restrict x = static_cast<const T*>(a);
     const T* __restrict y = static_cast<const T*>(b);
@@ -56,7 +56,7 @@ void binary_block(void* dst, const void* a, const void* b, double, std::size_t n
 }
 template <class D, class T>
 void binary_scalar_right_block(void* dst, const void* a, const void*, double s, std::size_t n) {
-  if constexpr (scalar_fn<D, T, T, T>()) {
+  if constexpr (scalar_fn<D>()) {
     T* __restrict o = static_cast<T*>(dst);
     const T* __restrict x = static_cast<const T*>(a);
     const T y = static_cast<T>(s);
@@ -68,7 +68,7 @@ void binary_scalar_right_block(void* dst, const void* a, const void*, double s, 
 }
 template <class D, class T>
 void binary_scalar_left_block(void* dst, const void*, const void* b, double s, std::size_t n) {
-  if constexpr (scalar_fn<D, T, T, T>()) {
+  if constexpr (scalar_fn<D>()) {
     T* __restrict o = static_cast<T*>(dst);
     const T x = static_cast<T>(s);
     const T* __restrict y = static_cast<const T*>(b);
