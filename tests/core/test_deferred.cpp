@@ -45,6 +45,8 @@ TEST_CASE("large pointwise results are deferred; small ones, other ops and integ
     CHECK(is_deferred(x.narrow(0, 1, N - 1) * 2.0));             // a contiguous view is read in place
     CHECK_FALSE(is_deferred(xf::arange(N) * 2));                 // integer dtype
     CHECK_FALSE(is_deferred(x.to(xf::f64) + x));                 // mixed dtypes promote: eager
+    CHECK((x * xf::empty({}, xf::f32, xf::meta)).device() == xf::meta);  // a meta scalar: eager (meta)
+    CHECK((xf::empty({}, xf::f32, xf::meta) - x).device() == xf::meta);
   });
 }
 

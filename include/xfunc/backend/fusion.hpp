@@ -186,6 +186,8 @@ tensor defer_binary(const tensor& a, const tensor& b, dtype dt) {
   const shape_t& shape = big.shape();
   if (!(broadcast_shapes(a.shape(), b.shape()) == shape)) return {};
   if (!deferrable_operand(big, shape, dt)) return {};
+  const tensor& small = a_scalar ? a : b;
+  if ((a_scalar || b_scalar) && !(small.impl()->is_dense() && small.impl()->dev == cpu)) return {};  // e.g. meta
   auto scalar_of = [&](const tensor& s) {
     return dt == dtype::float32 ? double(s.impl()->template data<float>()[0]) : s.impl()->template data<double>()[0];
   };
