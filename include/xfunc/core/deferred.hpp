@@ -27,8 +27,9 @@ namespace xfunc::detail {
 // materialised input tensors and scalars. An op whose tensor arguments are deferred copies their
 // programs into its own instead of reading their results, so a chain of pointwise ops becomes one
 // program, evaluated block by block (the intermediates stay in L1) when the result is read.
-// Each step is the op's own xtensor kernel applied to a block, so results are bitwise those of
-// eager evaluation. Correctness rests on two rules, both enforced in tensor_impl::data():
+// Each step is the op's own elementwise function `fn` applied to a block (blocks aligned as
+// tensor buffers are), so results are bitwise those of eager evaluation. Correctness rests on
+// two rules, both enforced in tensor_impl::data():
 //  - reading a deferred tensor evaluates it first (every kernel reads through data());
 //  - any access to a storage that a deferred program reads (a "leaf"), which may be a write
 //    (an in-place op, copy_), first evaluates every deferred tensor reading it, so a program
@@ -38,8 +39,8 @@ namespace xfunc::detail {
 // A deferred tensor has no buffer and no views (making a view evaluates it first), so
 // same_storage compares deferred tensors by identity.
 // Program building holds the registry's mutex and each evaluation its program's mutex, so
-// deferred tensors can be shared between threads like any other. Set XFUNC_DEFERRED_MIN_NUMEL (elements; 0 turns deferral
-// off) to change the threshold.
+// deferred tensors can be shared between threads like any other. Set XFUNC_DEFERRED_MIN_NUMEL
+// (elements; 0 turns deferral off) to change the threshold.
 
 /// One step of a deferred program: dst[0..n) = op(a, b) for one block.
 struct deferred_step {
