@@ -301,7 +301,10 @@ void check_compositions_n(const op_row& r, const std::vector<std::size_t>& pos) 
       }
       CHECK(ok);
     }
-    auto [out, pb] = xf::vjp(g, xs[I]...);
+    // not a structured binding: clang 14 cannot capture those in lambdas
+    auto out_and_pullback = xf::vjp(g, xs[I]...);
+    const xf::tensor& out = out_and_pullback.first;
+    auto& pb = out_and_pullback.second;
     const xf::tensor c0 = sample(out.shape(), -1, 1, 7), c1 = sample(out.shape(), -1, 1, 8);
     {
       INFO("vmap∘vjp: vmap of the pullback over cotangents");
