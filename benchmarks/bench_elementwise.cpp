@@ -38,8 +38,6 @@ buffer make_buffer() { return buffer(static_cast<float*>(std::aligned_alloc(64, 
 // evaluates them, so every timed xfunc call below includes the whole computation.
 const float* evaluated(const xf::tensor& y) { return y.impl()->template data<float>(); }
 
-void finish(benchmark::State& st) { st.SetItemsProcessed(st.iterations() * N); }
-
 __attribute__((noinline)) void affine_loop(const float* x, float* o, std::int64_t n) {
   const float a = static_cast<float>(A), b = static_cast<float>(B);
   for (std::int64_t i = 0; i < n; ++i) o[i] = x[i] * a + b;
@@ -48,100 +46,70 @@ __attribute__((noinline)) void exp_loop(const float* x, float* o, std::int64_t n
   for (std::int64_t i = 0; i < n; ++i) o[i] = std::exp(x[i]);
 }
 
-void loop_affine(benchmark::State& st) {
+// The timing loops, once: a hand loop into a preallocated output, the same with a fresh output
+// per iteration, and an xfunc expression (evaluated, see above); n elements each.
+template <class Kernel>
+void hand_preallocated(benchmark::State& st, Kernel kernel, std::int64_t n = N) {
   const float* x = input_data();
   buffer o = make_buffer();
   for (auto _ : st) {
-    affine_loop(x, o.get(), N);
+    kernel(x, o.get(), n);
     benchmark::ClobberMemory();
   }
-  finish(st);
+  st.SetItemsProcessed(st.iterations() * n);
 }
-void loop_affine_fresh(benchmark::State& st) {
+template <class Kernel>
+void hand_fresh_output(benchmark::State& st, Kernel kernel) {
   const float* x = input_data();
   for (auto _ : st) {
     buffer o = make_buffer();
-    affine_loop(x, o.get(), N);
+    kernel(x, o.get(), N);
     benchmark::DoNotOptimize(o.get());
   }
-  finish(st);
+  st.SetItemsProcessed(st.iterations() * N);
 }
+template <class F>
+void xf_expression(benchmark::State& st, F f, std::int64_t n = N) {
+  const xf::tensor x = n == N ? input() : input().narrow(0, 0, n);
+  for (auto _ : st) {
+    xf::tensor y = f(x);
+    benchmark::DoNotOptimize(evaluated(y));
+  }
+  st.SetItemsProcessed(st.iterations() * n);
+}
+
+void loop_affine(benchmark::State& st) { hand_preallocated(st, affine_loop); }
+void loop_affine_fresh(benchmark::State& st) { hand_fresh_output(st, affine_loop); }
 void xf_affine(benchmark::State& st) {
-  const xf::tensor& x = input();
-  for (auto _ : st) {
-    xf::tensor y = x * A + B;
-    benchmark::DoNotOptimize(evaluated(y));
-  }
-  finish(st);
+  xf_expression(st, [](const xf::tensor& x) { return x * A + B; });
 }
-void loop_exp(benchmark::State& st) {
-  const float* x = input_data();
-  buffer o = make_buffer();
-  for (auto _ : st) {
-    exp_loop(x, o.get(), N);
-    benchmark::ClobberMemory();
-  }
-  finish(st);
-}
-void loop_exp_fresh(benchmark::State& st) {
-  const float* x = input_data();
-  for (auto _ : st) {
-    buffer o = make_buffer();
-    exp_loop(x, o.get(), N);
-    benchmark::DoNotOptimize(o.get());
-  }
-  finish(st);
-}
+void loop_exp(benchmark::State& st) { hand_preallocated(st, exp_loop); }
+void loop_exp_fresh(benchmark::State& st) { hand_fresh_output(st, exp_loop); }
 void xf_exp(benchmark::State& st) {
-  const xf::tensor& x = input();
-  for (auto _ : st) {
-    xf::tensor y = xf::exp(x);
-    benchmark::DoNotOptimize(evaluated(y));
-  }
-  finish(st);
+  xf_expression(st, [](const xf::tensor& x) { return xf::exp(x); });
 }
 
 // The memory ceiling: copying the same bytes (read 2^24 floats, write 2^24 floats). No
 // elementwise op over arrays this large can run faster than this on one core.
 void loop_copy(benchmark::State& st) {
-  const float* x = input_data();
-  buffer o = make_buffer();
-  for (auto _ : st) {
-    std::memcpy(o.get(), x, N * sizeof(float));
-    benchmark::ClobberMemory();
-  }
-  finish(st);
+  hand_preallocated(st, [](const float* x, float* o, std::int64_t n) { std::memcpy(o, x, static_cast<std::size_t>(n) * sizeof(float)); });
 }
 
 // exp on an L2-resident array: the compute throughput, without the memory bound of 2^24.
-void loop_exp_l2(benchmark::State& st) {
-  const float* x = input_data();
-  buffer o = make_buffer();
-  for (auto _ : st) {
-    exp_loop(x, o.get(), N_small);
-    benchmark::ClobberMemory();
-  }
-  st.SetItemsProcessed(st.iterations() * N_small);
-}
+void loop_exp_l2(benchmark::State& st) { hand_preallocated(st, exp_loop, N_small); }
 // xsimd's own exp over the same L2-resident array (the library xfunc's kernels use): the
 // compute ceiling for exp on this core.
 void xsimd_exp_l2(benchmark::State& st) {
-  const float* x = input_data();
-  buffer o = make_buffer();
   using batch = xsimd::batch<float>;
-  for (auto _ : st) {
-    for (std::int64_t i = 0; i < N_small; i += batch::size) xsimd::exp(batch::load_unaligned(x + i)).store_aligned(o.get() + i);
-    benchmark::ClobberMemory();
-  }
-  st.SetItemsProcessed(st.iterations() * N_small);
+  hand_preallocated(
+      st,
+      [](const float* x, float* o, std::int64_t n) {
+        for (std::int64_t i = 0; i < n; i += batch::size) xsimd::exp(batch::load_unaligned(x + i)).store_aligned(o + i);
+      },
+      N_small);
 }
 void xf_exp_l2(benchmark::State& st) {
-  const xf::tensor x = input().narrow(0, 0, N_small);
-  for (auto _ : st) {
-    xf::tensor y = xf::exp(x);
-    benchmark::DoNotOptimize(evaluated(y));
-  }
-  st.SetItemsProcessed(st.iterations() * N_small);
+  xf_expression(st, [](const xf::tensor& x) { return xf::exp(x); }, N_small);
 }
 
 }  // namespace

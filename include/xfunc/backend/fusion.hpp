@@ -166,11 +166,12 @@ inline tensor defer_step(std::span<const tensor> operands, const shape_t& shape,
   return tensor(std::move(impl));
 }
 
-/// Deferred y = D::fn(x), or undefined when the call does not qualify.
+/// Deferred y = D::fn(x), or undefined when the call does not qualify. (Deferral takes floating
+/// inputs only, and every unary op keeps a floating dtype.)
 template <class D>
-tensor defer_unary(const tensor& x, dtype out_dt) {
+tensor defer_unary(const tensor& x) {
   const tensor_impl& p = *x.impl();
-  if (!deferral_applies(numel_of(p.shape), p.dt) || out_dt != p.dt || !deferrable_operand(x, p.shape, p.dt)) return {};
+  if (!deferral_applies(numel_of(p.shape), p.dt) || !deferrable_operand(x, p.shape, p.dt)) return {};
   const auto fn = p.dt == dtype::float32 ? &unary_block<D, float> : &unary_block<D, double>;
   return defer_step(std::span<const tensor>(&x, 1), p.shape, p.dt, fn, 0.0);
 }

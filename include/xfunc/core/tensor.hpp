@@ -293,7 +293,7 @@ struct tensor_impl {
   }
   void settle_for_access() const {
     if (deferred.load(std::memory_order_acquire)) settle_deferred(*this);
-    if (store->deferred_readers.load(std::memory_order_acquire) > 0) settle_readers_of(*store);
+    settle_readers_of(*store);  // returns at once when nothing reads it
   }
   template <class T>
   T* data() const {

@@ -130,7 +130,7 @@ tensor grad_rule(const layer_ptr& L, std::span<const tensor> in, const typename 
     auto node = make_pooled<op_node<Op>>();
     for (const tensor& t : in) {
       if (belongs_to(t, L.get())) {
-        if (t.impl()->view) refresh_view(t);
+        refresh_view(t);
         node->in.push_back(t.impl()->inner);
         node->next.push_back(t.impl()->node);
       } else {

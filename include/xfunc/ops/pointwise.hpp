@@ -22,14 +22,13 @@ template <class D>
 struct pointwise_unary {
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
+    if (tensor r = backend::defer_unary<D>(in[0]); r.defined()) return r;
     const dtype dt = in[0].dtype();
     if constexpr (D::keeps_dtype) {
       const dtype c = dt == dtype::boolean ? dtype::int64 : dt;
-      if (tensor r = backend::defer_unary<D>(in[0], c); r.defined()) return r;
       return backend::unary<backend::numeric_types>(in[0], c, c, D::fn);
     } else {
       const dtype c = promote_with_double(dt);
-      if (tensor r = backend::defer_unary<D>(in[0], c); r.defined()) return r;
       return backend::unary<backend::floating_types>(in[0], c, c, D::fn);
     }
   }
