@@ -125,6 +125,30 @@ TEST_CASE("an escaped tensor behaves as a plain tensor", "[grad][escape]") {
   CHECK(xf::allclose(xf::grad([](const xf::tensor& t) { return xf::sum(t * t); })(leaked), xf::tensor{4.0, 8.0}));
 }
 
+TEST_CASE("an escaped tensor stays dead when a later call reuses its layer", "[grad][escape]") {
+  // Finished layers are recycled with a new level (NOTE: [Levels and life handles]): a wrapper
+  // that escaped must not be taken for one of the new call's tensors.
+  xf::tensor leaked;
+  xf::grad([&](const xf::tensor& x) {
+    leaked = x * 3.0;
+    return xf::sum(x);
+  })(xf::tensor{1.0, 2.0});
+  bool reused = false;
+  auto g = xf::grad([&](const xf::tensor& x) {
+    reused = x.impl()->owner.get() == leaked.impl()->owner.get();
+    return xf::sum(x * leaked + leaked);
+  })(xf::tensor{5.0, 7.0});
+  CHECK(reused);  // the case this test is about
+  CHECK(xf::allclose(g, xf::tensor{3.0, 6.0}));
+  // the same under jvp (dual wrappers); for vmap see test_vmap.cpp
+  xf::tensor dual_leak;
+  (void)xf::jvp([&](const xf::tensor& x) { return dual_leak = x * 2.0; }, xf::tensor{1.0}, xf::tensor{1.0});
+  auto [out, tan] = xf::jvp([&](const xf::tensor& x) { return x * dual_leak; }, xf::tensor{4.0}, xf::tensor{1.0});
+  CHECK(xf::allclose(out, xf::tensor{8.0}));
+  CHECK(xf::allclose(tan, xf::tensor{2.0}));
+  CHECK(xf::layers::depth() == 0);
+}
+
 TEST_CASE("an exception inside a transform restores the layer stack", "[grad][errors]") {
   auto bad = [](const xf::tensor& x) -> xf::tensor {
     CHECK(xf::layers::depth() == 2);

@@ -2,6 +2,8 @@
 // grad of vmap, the loop fallback, and every documented error.
 #include <catch2/catch.hpp>
 
+#include <sstream>
+
 #include <xfunc/testing.hpp>
 #include <xfunc/xfunc.hpp>
 
@@ -162,4 +164,29 @@ TEST_CASE("printing shows wrappers under a transform", "[vmap]") {
   })(xf::ones({2, 3}));
   CHECK_THAT(seen, Contains("batched(level="));
   CHECK_THAT(seen, Contains("bdim=0"));
+}
+
+TEST_CASE("a tensor that escaped a vmap call cannot be used afterwards", "[vmap][escape][errors]") {
+  // Its wrapper's shape is one example's and its data the whole batch's: there is no plain value
+  // to fall back on, so every use is an error instead of a guess.
+  xf::tensor leaked;
+  (void)xf::vmap([&](const xf::tensor& r) { return leaked = r * 2.0; })(xf::ones({2, 3}));
+  CHECK_THROWS_WITH(leaked + 1.0, Contains("escaped a vmap call"));
+  CHECK_THROWS_WITH(xf::sum(leaked), Contains("escaped a vmap call"));
+  CHECK_THROWS_WITH(xf::to_xtensor<float>(leaked), Contains("escaped a vmap call"));
+  // also when a later vmap call (which reuses the finished call's layer) captures it
+  CHECK_THROWS_WITH(xf::vmap([&](const xf::tensor& r) { return r + leaked; })(xf::ones({4, 3})),
+                    Contains("escaped a vmap call"));
+  // and through a grad wrapper that escaped with it
+  xf::tensor leaked_grad;
+  (void)xf::vmap(xf::grad([&](const xf::tensor& x) {
+    leaked_grad = x * 2.0;
+    return xf::sum(x);
+  }))(xf::ones({2, 3}));
+  CHECK_THROWS_WITH(leaked_grad * 3.0, Contains("escaped a vmap call"));
+  // it still prints, as what it was
+  std::ostringstream os;
+  os << leaked;
+  CHECK_THAT(os.str(), Contains("escaped_batched(") && Contains("shape=[2, 3]"));
+  CHECK(xf::layers::depth() == 0);
 }

@@ -70,11 +70,16 @@ void gather_into(const tensor_impl& src, const shape_t& shape, const shape_t& st
   });
 }
 
+inline bool is_materialized(const tensor& t, const shape_t& shape, dtype d) {
+  const tensor_impl& s = *t.impl();
+  return s.dt == d && s.shape == shape && is_contiguous_layout(s.shape, s.strides);
+}
+
 /// t as a contiguous dense tensor of dtype d with the given (broadcast-compatible) shape; t
 /// itself when it already is one.
 inline tensor materialize(const tensor& t, const shape_t& shape, dtype d) {
+  if (is_materialized(t, shape, d)) return t;
   const tensor_impl& s = *t.impl();
-  if (s.dt == d && s.shape == shape && is_contiguous_layout(s.shape, s.strides)) return t;
   // broadcast strides of s against `shape`
   shape_t st(shape.size(), 0);
   const std::size_t lead = shape.size() - s.shape.size();
@@ -89,6 +94,15 @@ inline tensor materialize(const tensor& t, const shape_t& shape, dtype d) {
 
 inline tensor contiguous_as(const tensor& t, dtype d) { return materialize(t, t.shape(), d); }
 
+/// materialize() for kernels that only read the result: t itself when it already is what they
+/// need (no copy of the handle, which costs an atomic count pair in a multithreaded process),
+/// else the converted tensor, kept in `scratch`.
+inline const tensor& materialized(const tensor& t, const shape_t& shape, dtype d, tensor& scratch) {
+  if (is_materialized(t, shape, d)) return t;
+  scratch = materialize(t, shape, d);
+  return scratch;
+}
+
 inline tensor meta_like(const shape_t& s, dtype d) { return empty_dense(s, d, meta); }
 
 /// Elementwise unary op: out[i] = f(x[i]) computed in dtype `compute`, stored as `out_dt`.
@@ -96,7 +110,8 @@ inline tensor meta_like(const shape_t& s, dtype d) { return empty_dense(s, d, me
 template <class Types, class F>
 tensor unary(const tensor& x, dtype compute, dtype out_dt, F&& f) {
   if (x.device() == meta) return meta_like(x.shape(), out_dt);
-  tensor xc = contiguous_as(x, compute);
+  tensor scratch;
+  const tensor& xc = materialized(x, x.shape(), compute, scratch);
   tensor out = empty_dense(x.shape(), out_dt);
   Types::visit(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -122,16 +137,18 @@ tensor binary(const tensor& a, const tensor& b, dtype compute, dtype out_dt, F&&
       else return flat<T>(out);
     }();
     // Fast paths: a one-element side stays a scalar, so the other side streams contiguously.
+    tensor sa, sb;
     if (b.numel() == 1 && a.numel() == out.numel()) {
-      tensor ac = materialize(a, shape, compute);
-      T bv = static_cast<T>(materialize(b, b.shape(), compute).impl()->template data<T>()[0]);
+      const tensor& ac = materialized(a, shape, compute, sa);
+      T bv = static_cast<T>(materialized(b, b.shape(), compute, sb).impl()->template data<T>()[0]);
       xt::noalias(o) = f(flat<T>(ac), xt::xscalar<T>(bv));
     } else if (a.numel() == 1 && b.numel() == out.numel()) {
-      tensor bc = materialize(b, shape, compute);
-      T av = static_cast<T>(materialize(a, a.shape(), compute).impl()->template data<T>()[0]);
+      const tensor& bc = materialized(b, shape, compute, sb);
+      T av = static_cast<T>(materialized(a, a.shape(), compute, sa).impl()->template data<T>()[0]);
       xt::noalias(o) = f(xt::xscalar<T>(av), flat<T>(bc));
     } else {
-      tensor ac = materialize(a, shape, compute), bc = materialize(b, shape, compute);
+      const tensor& ac = materialized(a, shape, compute, sa);
+      const tensor& bc = materialized(b, shape, compute, sb);
       xt::noalias(o) = f(flat<T>(ac), flat<T>(bc));
     }
   });

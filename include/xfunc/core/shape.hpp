@@ -68,7 +68,11 @@ class shape_t {
   std::vector<std::int64_t> vec() const { return {begin(), end()}; }
 
   friend bool operator==(const shape_t& a, const shape_t& b) {
-    return a.n_ == b.n_ && std::equal(a.begin(), a.end(), b.begin());
+    // a plain loop: std::equal becomes a memcmp call, which costs more for a few extents
+    if (a.n_ != b.n_) return false;
+    for (std::size_t i = 0; i < a.n_; ++i)
+      if (a.d_[i] != b.d_[i]) return false;
+    return true;
   }
   friend std::ostream& operator<<(std::ostream& os, const shape_t& s) {
     os << '[';

@@ -42,14 +42,15 @@ class small_list {
     }
     n_ = n;
   }
-  void push_back(T v) {
-    if (n_ < N) {
-      inline_[n_++] = std::move(v);
-    } else {
-      if (n_ == N) heap_.assign(std::make_move_iterator(inline_.begin()), std::make_move_iterator(inline_.end()));
-      heap_.push_back(std::move(v));
-      ++n_;
-    }
+  // Written straight into its slot (no temporary), with the spill kept out of line: the per-op
+  // lists of the transforms never spill.
+  void push_back(const T& v) {
+    if (n_ < N) inline_[n_++] = v;
+    else spill_push(T(v));
+  }
+  void push_back(T&& v) {
+    if (n_ < N) inline_[n_++] = std::move(v);
+    else spill_push(std::move(v));
   }
   std::size_t size() const { return n_; }
   bool empty() const { return n_ == 0; }
@@ -65,6 +66,12 @@ class small_list {
   operator std::span<const T>() const { return span(); }
 
  private:
+  [[gnu::noinline]] void spill_push(T&& v) {
+    if (n_ == N) heap_.assign(std::make_move_iterator(inline_.begin()), std::make_move_iterator(inline_.end()));
+    heap_.push_back(std::move(v));
+    ++n_;
+  }
+
   std::size_t n_ = 0;
   std::array<T, N> inline_{};
   std::vector<T> heap_;

@@ -270,7 +270,8 @@ struct tensor_impl {
   std::int64_t offset = 0;
   std::shared_ptr<storage> store;
   // wrappers: the layer that made it, the wrapped value one layer down, and per-kind data
-  layer_ptr owner;
+  layer_ptr owner;                   // not owning: NOTE: [Levels and life handles]
+  std::uint64_t owner_level = 0;     // owner's level when this wrapper was made
   tensor inner;                      // grad: value, dual: primal, batched: value with bdim
   tensor tangent;                    // dual: tangent (undefined = zero)
   std::int64_t bdim = 0;             // batched: physical batch dim of `inner`
@@ -284,6 +285,11 @@ struct tensor_impl {
   std::shared_ptr<deferred_value> pending;
 
   bool is_dense() const { return kind == impl_kind::dense; }
+  /// A wrapper whose transform call has not returned (its layer alive and not reused since).
+  bool is_live_wrapper() const {
+    return !is_dense() && owner->alive.load(std::memory_order_acquire) &&
+           owner->level.load(std::memory_order_relaxed) == owner_level;
+  }
   /// Makes the buffer safe to touch: evaluates this tensor if deferred, and every deferred value
   /// that reads its storage (the caller may be about to write it). Every kernel goes through it.
   void prepare_access() const {

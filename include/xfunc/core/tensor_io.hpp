@@ -17,9 +17,11 @@ inline const tensor& concrete_value(const tensor& t, const char* what) {
   const tensor* p = &t;
   while (!p->impl()->is_dense()) {
     refresh_view(*p);
-    if (p->impl()->kind == impl_kind::batched && p->impl()->owner->alive)
+    if (p->impl()->kind == impl_kind::batched) {
+      if (!p->impl()->is_live_wrapper()) fail_escaped_vmap(what);
       fail("xf: ", what, " of a batched tensor inside vmap is data-dependent: each example has its own value. "
            "Express the computation with tensor ops (e.g. xf::where instead of a branch), or move it out of vmap");
+    }
     p = &p->impl()->inner;
   }
   if (p->device() == meta) fail("xf: ", what, " of a meta tensor: meta tensors have no data");
@@ -138,7 +140,11 @@ inline void print_values(std::ostream& os, const tensor& v) {
 /// Prints values, shape and dtype; a transform wrapper prints as such with its parts.
 inline std::ostream& operator<<(std::ostream& os, const tensor& maybe_escaped) {
   if (!maybe_escaped.defined()) return os << "tensor(undefined)";
-  const tensor t = detail::strip_dead(maybe_escaped);  // an escaped tensor prints as its value
+  // A tensor that escaped a grad or jvp transform prints as its value; one that escaped a vmap
+  // prints as the batched wrapper it was, marked as such.
+  tensor t = maybe_escaped;
+  while (detail::is_dead_wrapper(t.impl()) && t.impl()->kind != detail::impl_kind::batched)
+    t = tensor(t.impl()->inner);
   const detail::tensor_impl& p = *t.impl();
   switch (p.kind) {
     case detail::impl_kind::dense:
@@ -147,14 +153,15 @@ inline std::ostream& operator<<(std::ostream& os, const tensor& maybe_escaped) {
       else detail::print_values(os, t);
       return os << ", shape=" << p.shape << ", dtype=" << p.dt << (p.dev == meta ? ", device=meta" : "") << ')';
     case detail::impl_kind::grad:
-      return os << "grad_tracking(level=" << p.owner->level << ", value=" << p.inner << ')';
+      return os << "grad_tracking(level=" << p.owner_level << ", value=" << p.inner << ')';
     case detail::impl_kind::dual:
-      return os << "dual(level=" << p.owner->level << ", primal=" << p.inner << ", tangent=" << p.tangent << ')';
+      return os << "dual(level=" << p.owner_level << ", primal=" << p.inner << ", tangent=" << p.tangent << ')';
     case detail::impl_kind::batched:
-      return os << "batched(level=" << p.owner->level << ", bdim=" << p.bdim << ", value=" << p.inner << ')';
+      return os << (p.is_live_wrapper() ? "batched" : "escaped_batched") << "(level=" << p.owner_level
+                << ", bdim=" << p.bdim << ", value=" << p.inner << ')';
     case detail::impl_kind::functional:
       detail::refresh_view(t);
-      return os << "functional(level=" << p.owner->level << ", value=" << p.inner << ')';
+      return os << "functional(level=" << p.owner_level << ", value=" << p.inner << ')';
   }
   return os;
 }

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <span>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 
 #include <xfunc/dispatch/autograd_graph.hpp>
 #include <xfunc/dispatch/layer_stack.hpp>
@@ -86,21 +88,23 @@ batched batch_fallback(std::span<const tensor> in, std::span<const std::int64_t>
 }
 
 // NOTE: [Saved outputs]
-// A grad node keeps its op's output for the backward and forward formulas, unless the op says
-// that they never read it (`static constexpr bool saves_output = false`; add, sub, mul): then
-// `out` stays undefined. Keeping a tensor costs two atomic reference counts per op and level,
-// a measurable share of the per-level overhead of cheap ops.
+// A grad node keeps its op's output only for ops whose backward or forward formula reads it; they
+// say so (`static constexpr bool reads_output = true`: exp, tanh, sqrt, div, pow, where, amax,
+// norm, ...). For every other op `out` stays undefined: keeping a tensor costs an atomic
+// reference-count pair per op and level in a multithreaded process, a measurable share of the
+// per-level overhead of cheap ops. An op that reads `out` without saying so gets an undefined
+// tensor, which the conformance table's vjp and jvp checks catch.
 template <class Op>
-constexpr bool op_saves_output() {
-  if constexpr (requires { Op::saves_output; }) return Op::saves_output;
-  else return true;
+constexpr bool op_reads_output() {
+  if constexpr (requires { Op::reads_output; }) return Op::reads_output;
+  else return false;
 }
 
 template <class Op>
 struct op_node final : grad_node {
   op_node() {}  // NOLINT: user-provided, so make_shared does not zero the struct first
   small_list<tensor, 3> in;
-  tensor out;  // undefined unless op_saves_output<Op>()
+  tensor out;  // undefined unless op_reads_output<Op>()
   typename Op::attrs attrs;
   tensor_list apply(const tensor& g) override {
     // Ops that can skip gradients nobody needs (an argument with no node at this layer, e.g. a
@@ -140,7 +144,7 @@ tensor grad_rule(const layer_ptr& L, std::span<const tensor> in, const typename 
     }
     tensor out = dispatch<Op>(node->in, a);
     if (!is_floating(out.dtype())) return out;
-    if constexpr (op_saves_output<Op>()) node->out = out;
+    if constexpr (op_reads_output<Op>()) node->out = out;
     node->attrs = a;
     tensor w = wrap_grad(std::move(out), L, std::move(node));
     if constexpr (is_view_op<Op>())
@@ -219,10 +223,14 @@ tensor functional_rule(const layer_ptr& L, std::span<const tensor> in, const typ
 /// The highest live layer among the arguments' wrappers (null if all are plain).
 inline const layer_ptr* top_layer_of(std::span<const tensor> in) {
   const layer_ptr* top = nullptr;
+  std::uint64_t top_level = 0;
   for (const auto& t : in) {
     const tensor_impl* p = t.impl();
     if (!p || p->is_dense()) continue;
-    if (!top || p->owner->level > (*top)->level) top = &p->owner;
+    if (!top || p->owner_level > top_level) {
+      top = &p->owner;
+      top_level = p->owner_level;
+    }
   }
   return top;
 }
@@ -258,13 +266,15 @@ tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
   fail("xf: ", Op::name, ": unknown layer kind");
 }
 
-/// Convenience: dispatch with tensors given inline.
+/// Convenience: dispatch with tensors given inline. A lone tensor is passed in place; several are
+/// gathered into an array, temporaries moved rather than copied (a copy of a handle is an atomic
+/// reference count in a multithreaded process, a measurable share of a small op).
 template <class Op, class... T>
-tensor call(const typename Op::attrs& a, const T&... ts) {
-  if constexpr (sizeof...(T) == 1 && (std::is_same_v<T, tensor> && ...)) {
-    return dispatch<Op>(std::span<const tensor>(&ts..., 1), a);  // no copy of a lone argument
+tensor call(const typename Op::attrs& a, T&&... ts) {
+  if constexpr (sizeof...(T) == 1 && (std::is_same_v<std::remove_cvref_t<T>, tensor> && ...)) {
+    return dispatch<Op>(std::span<const tensor>(&ts..., 1), a);
   } else {
-    const tensor arr[] = {ts...};
+    const tensor arr[] = {tensor(std::forward<T>(ts))...};
     return dispatch<Op>(std::span<const tensor>(arr, sizeof...(T)), a);
   }
 }

@@ -25,14 +25,14 @@ class layer_guard {
  public:
   explicit layer_guard(transform_kind k, std::int64_t batch_size = 0,
                        xfunc::randomness r = xfunc::randomness::error)
-      : layer_(std::make_shared<layer>(layer{k, next_level(), true, batch_size, r})) {
+      : layer_(layer_pool::acquire(k, batch_size, r)) {
     current_stack().layers.push_back(layer_);
   }
   ~layer_guard() {
-    layer_->alive = false;
     auto& ls = current_stack().layers;
     auto it = std::find(ls.begin(), ls.end(), layer_);
     if (it != ls.end()) ls.erase(it);
+    layer_pool::release(layer_.get());
   }
   layer_guard(const layer_guard&) = delete;
   layer_guard& operator=(const layer_guard&) = delete;

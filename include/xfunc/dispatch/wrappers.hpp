@@ -29,6 +29,7 @@ inline tensor make_wrapper(impl_kind k, tensor inner, const layer_ptr& owner) {
   impl->dev = v->dev;
   impl->shape = v->shape;
   impl->owner = owner;
+  impl->owner_level = owner->level.load(std::memory_order_relaxed);
   impl->inner = std::move(inner);  // callers that are done with the value move it in
   return tensor(std::move(impl));
 }
@@ -79,7 +80,7 @@ struct view_info {
 inline void assign_wrapper_value(tensor_impl* p, const tensor& r) {
   if (r.impl() == p) return;
   const tensor_impl* q = r.impl();
-  if (q && !q->is_dense() && q->owner == p->owner) {
+  if (q && !q->is_dense() && q->owner == p->owner && q->owner_level == p->owner_level) {
     p->inner = q->inner;
     p->node = q->node;
     p->tangent = q->tangent;
@@ -93,7 +94,7 @@ inline void assign_wrapper_value(tensor_impl* p, const tensor& r) {
 /// Regenerates a view wrapper whose base was written since (see NOTE: [Mutation under transforms]).
 inline void refresh_view(const tensor& t) {
   tensor_impl* p = t.impl();
-  if (!p || !p->view || !p->owner || !p->owner->alive) return;
+  if (!p || !p->view || !p->is_live_wrapper()) return;
   view_info& v = *p->view;
   if (v.base_version == v.base->version) return;
   tensor fresh = v.replay(tensor(v.base));
@@ -101,18 +102,30 @@ inline void refresh_view(const tensor& t) {
   v.base_version = v.base->version;
 }
 
-inline bool is_dead_wrapper(const tensor_impl* p) { return p && !p->is_dense() && !p->owner->alive; }
+inline bool is_dead_wrapper(const tensor_impl* p) { return p && !p->is_dense() && !p->is_live_wrapper(); }
 
-/// Drops the wrappers of transforms that have returned: an escaped tensor is its value.
+/// A tensor that escaped a vmap call has no value of its own afterwards: its wrapper's shape is
+/// one example's, its data the whole batch's. Using it is an error rather than a guess.
+[[noreturn]] inline void fail_escaped_vmap(const char* what) {
+  fail("xf: ", what, " of a tensor that escaped a vmap call (stored in a captured variable while xf::vmap ran): "
+       "outside vmap it has no value, each example had its own; return it from the vmapped function instead, "
+       "so that vmap stacks it");
+}
+
+/// Drops the wrappers of transforms that have returned: a tensor that escaped a grad or jvp
+/// transform is its value. One that escaped a vmap is an error (fail_escaped_vmap).
 inline tensor strip_dead(tensor t) {
-  while (is_dead_wrapper(t.impl())) t = tensor(t.impl()->inner);
+  while (is_dead_wrapper(t.impl())) {
+    if (t.impl()->kind == impl_kind::batched) fail_escaped_vmap("use");
+    t = tensor(t.impl()->inner);
+  }
   return t;
 }
 
 /// Whether t is a live wrapper made by layer `l`.
 inline bool belongs_to(const tensor& t, const layer* l) {
   const tensor_impl* p = t.impl();
-  return p && !p->is_dense() && p->owner.get() == l;
+  return p && !p->is_dense() && p->owner.get() == l && p->owner_level == l->level.load(std::memory_order_relaxed);
 }
 
 /// t's value one layer below L (t itself when it is not L's), its view regenerated if stale.

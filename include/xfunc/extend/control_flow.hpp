@@ -55,7 +55,7 @@ inline bool is_batched_anywhere(const tensor& t) {
   tensor cur = t;
   while (cur.impl() && !cur.impl()->is_dense()) {
     refresh_view(cur);
-    if (cur.impl()->kind == impl_kind::batched && cur.impl()->owner->alive) return true;
+    if (cur.impl()->kind == impl_kind::batched && cur.impl()->is_live_wrapper()) return true;
     cur = cur.impl()->inner;
   }
   return false;

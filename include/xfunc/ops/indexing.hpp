@@ -80,6 +80,7 @@ using scatter_add_op = scatter_add_op_t<>;
 template <class>
 struct scatter_add_op_t {
   static constexpr const char* name = "xf::scatter_add";
+  static constexpr bool reads_output = true;  // jvp; NOTE: [Saved outputs]
   struct attrs {
     std::int64_t dim;
   };

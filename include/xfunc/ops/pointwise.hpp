@@ -61,6 +61,7 @@ using exp_op = exp_op_t<>;
 template <class>
 struct exp_op_t : pointwise_unary<exp_op> {
   static constexpr const char* name = "xf::exp";
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::exp(x); };
   static tensor derivative(const tensor&, const tensor& y) { return y; }
@@ -101,6 +102,7 @@ using tan_op = tan_op_t<>;
 template <class>
 struct tan_op_t : pointwise_unary<tan_op> {
   static constexpr const char* name = "xf::tan";
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::tan(x); };
   static tensor derivative(const tensor&, const tensor& y) { return 1.0 + square(y); }
@@ -111,6 +113,7 @@ using tanh_op = tanh_op_t<>;
 template <class>
 struct tanh_op_t : pointwise_unary<tanh_op> {
   static constexpr const char* name = "xf::tanh";
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::tanh(x); };
   static tensor derivative(const tensor&, const tensor& y) { return 1.0 - square(y); }
@@ -121,6 +124,7 @@ using sigmoid_op = sigmoid_op_t<>;
 template <class>
 struct sigmoid_op_t : pointwise_unary<sigmoid_op> {
   static constexpr const char* name = "xf::sigmoid";
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) {
     using T = value_t<decltype(x)>;
@@ -157,6 +161,7 @@ using sqrt_op = sqrt_op_t<>;
 template <class>
 struct sqrt_op_t : pointwise_unary<sqrt_op> {
   static constexpr const char* name = "xf::sqrt";
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::sqrt(x); };
   static tensor derivative(const tensor&, const tensor& y) { return 0.5 / y; }
@@ -167,6 +172,7 @@ using rsqrt_op = rsqrt_op_t<>;
 template <class>
 struct rsqrt_op_t : pointwise_unary<rsqrt_op> {
   static constexpr const char* name = "xf::rsqrt";
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) {
     using T = value_t<decltype(x)>;
@@ -200,6 +206,7 @@ using expm1_op = expm1_op_t<>;
 template <class>
 struct expm1_op_t : pointwise_unary<expm1_op> {
   static constexpr const char* name = "xf::expm1";
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) { return xt::expm1(x); };
   static tensor derivative(const tensor&, const tensor& y) { return y + 1.0; }
@@ -220,6 +227,7 @@ using reciprocal_op = reciprocal_op_t<>;
 template <class>
 struct reciprocal_op_t : pointwise_unary<reciprocal_op> {
   static constexpr const char* name = "xf::reciprocal";
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
   static constexpr auto fn = [](auto&& x) {
     using T = value_t<decltype(x)>;
@@ -294,9 +302,7 @@ struct add_op_t : pointwise_binary<add_op> {
   static constexpr auto compute_dtype = arithmetic_dtype;
   static constexpr auto fn = [](auto&& a, auto&& b) { return a + b; };
   static constexpr bool fn_takes_scalars = true;
-  // add and sub need no multiplication by a constant 1, and their rules do not read the output,
-  // so grad nodes do not keep it (NOTE: [Saved outputs] in dispatcher.hpp)
-  static constexpr bool saves_output = false;
+  // add and sub need no multiplication by a constant 1
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
     return {sum_to(g, in[0]), sum_to(g, in[1])};
   }
@@ -319,7 +325,6 @@ struct sub_op_t : pointwise_binary<sub_op> {
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
     return {sum_to(g, in[0]), sum_to(-g, in[1])};
   }
-  static constexpr bool saves_output = false;
   static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor&, const attrs&) {
     if (!t[1].defined()) return tangent_to_output(t[0], in);
     if (!t[0].defined()) return tangent_to_output(-t[1], in);
@@ -336,7 +341,6 @@ struct mul_op_t : pointwise_binary<mul_op> {
   static constexpr auto compute_dtype = arithmetic_dtype;
   static constexpr auto fn = [](auto&& a, auto&& b) { return a * b; };
   static constexpr bool fn_takes_scalars = true;
-  static constexpr bool saves_output = false;
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) { return {b, a}; }
 };
 template <class = void>
@@ -345,6 +349,7 @@ using div_op = div_op_t<>;
 template <class>
 struct div_op_t : pointwise_binary<div_op> {
   static constexpr const char* name = "xf::div";
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   using types = backend::floating_types;
   static constexpr auto compute_dtype = floating_dtype;
   static constexpr auto fn = [](auto&& a, auto&& b) { return a / b; };
@@ -360,6 +365,7 @@ using pow_op = pow_op_t<>;
 template <class>
 struct pow_op_t : pointwise_binary<pow_op> {
   static constexpr const char* name = "xf::pow";
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   using types = backend::floating_types;
   static constexpr auto compute_dtype = floating_dtype;
   static constexpr auto fn = [](auto&& a, auto&& b) { return xt::pow(a, b); };
@@ -485,6 +491,7 @@ using where_op = where_op_t<>;
 template <class>
 struct where_op_t {
   static constexpr const char* name = "xf::where";
+  static constexpr bool reads_output = true;  // jvp; NOTE: [Saved outputs]
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
     const tensor &c = in[0], &a = in[1], &b = in[2];

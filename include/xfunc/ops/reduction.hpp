@@ -111,6 +111,7 @@ struct sum_op_t {
 template <class D>
 struct extreme_op {
   using attrs = reduce_attrs;
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     if (in[0].numel() == 0) fail(D::name, ": cannot reduce an empty tensor");
     const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
@@ -225,6 +226,7 @@ using norm_op = norm_op_t<>;
 template <class>
 struct norm_op_t {
   static constexpr const char* name = "xf::norm";
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   using attrs = reduce_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const dtype dt = promote_with_double(in[0].dtype());
