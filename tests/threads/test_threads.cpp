@@ -200,3 +200,25 @@ TEST_CASE("tensors and grad graphs made on one thread are released on another", 
   consumer.join();
   CHECK(made.empty());
 }
+
+TEST_CASE("escaped tensors are read on one thread while their layers are reused on another", "[threads][escape]") {
+  // Layers are recycled with new levels (NOTE: [Levels and life handles]); a wrapper that escaped
+  // reads its layer's liveness and level while another thread's transforms reuse that layer.
+  std::vector<xf::tensor> escaped;
+  for (int i = 0; i < 50; ++i)
+    (void)xf::grad([&](const xf::tensor& x) {
+      escaped.push_back(x * 2.0);
+      return xf::sum(x);
+    })(xf::full({2}, static_cast<double>(i), xf::f64));
+  std::atomic<bool> stop{false};
+  std::thread reuser([&] {
+    while (!stop.load()) (void)xf::grad([](const xf::tensor& x) { return xf::sum(x * x); })(xf::ones({2}, xf::f64));
+  });
+  std::thread reader([&] {
+    for (int round = 0; round < 20; ++round)
+      for (int i = 0; i < 50; ++i) CHECK(xf::sum(escaped[static_cast<std::size_t>(i)] + 1.0).item<double>() == 2 * (2.0 * i + 1.0));
+  });
+  reader.join();
+  stop = true;
+  reuser.join();
+}
