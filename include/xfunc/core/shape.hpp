@@ -20,10 +20,10 @@ class shape_t {
 
   shape_t() {}  // NOLINT: user-provided, so value-initialisation does not zero the array
   // Copies only the used extents: shapes are copied on every op, and most have few dims.
-  shape_t(const shape_t& o) : n_(o.n_) { std::copy_n(o.d_, n_, d_); }
+  shape_t(const shape_t& o) : n_(o.n_) { copy_extents(o); }
   shape_t& operator=(const shape_t& o) {
     n_ = o.n_;
-    std::copy_n(o.d_, n_, d_);
+    copy_extents(o);
     return *this;
   }
   shape_t(std::initializer_list<std::int64_t> l) { assign(l.begin(), l.end()); }
@@ -81,6 +81,18 @@ class shape_t {
   }
 
  private:
+  // Up to four extents inline (std::copy_n becomes a memcpy call, which costs more than the copy).
+  void copy_extents(const shape_t& o) {
+    if (n_ > 4) {
+      std::copy_n(o.d_, n_, d_);
+      return;
+    }
+    if (n_ > 0) d_[0] = o.d_[0];
+    if (n_ > 1) d_[1] = o.d_[1];
+    if (n_ > 2) d_[2] = o.d_[2];
+    if (n_ > 3) d_[3] = o.d_[3];
+  }
+
   std::int64_t d_[max_dims];  // entries past n_ are never read (not zeroed: impls hold two shapes)
   std::size_t n_ = 0;
 };

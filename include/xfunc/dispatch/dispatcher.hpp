@@ -243,14 +243,22 @@ inline const layer_ptr* top_layer_of(std::span<const tensor> in) {
 // which lands on the layers below.
 template <class Op>
 tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
-  bool dead = false;
-  for (const auto& t : in) dead = dead || is_dead_wrapper(t.impl());
-  if (dead) {
-    tensor_list stripped(in.begin(), in.end());
-    for (auto& t : stripped) t = strip_dead(t);
-    return dispatch<Op>(stripped, a);
+  // one pass: the highest layer among the arguments, and whether any wrapper is dead
+  const layer_ptr* top = nullptr;
+  std::uint64_t top_level = 0;
+  for (const auto& t : in) {
+    const tensor_impl* p = t.impl();
+    if (!p || p->is_dense()) continue;
+    if (!p->is_live_wrapper()) [[unlikely]] {
+      tensor_list stripped(in.begin(), in.end());
+      for (auto& s : stripped) s = strip_dead(s);
+      return dispatch<Op>(stripped, a);
+    }
+    if (!top || p->owner_level > top_level) {
+      top = &p->owner;
+      top_level = p->owner_level;
+    }
   }
-  const layer_ptr* top = top_layer_of(in);
   if (!top) {
     if (tls_trace) return tls_trace->record<Op>(in, a);
     return Op::kernel(in, a);
