@@ -220,20 +220,31 @@ tensor functional_rule(const layer_ptr& L, std::span<const tensor> in, const typ
   }
 }
 
-/// The highest live layer among the arguments' wrappers (null if all are plain).
-inline const layer_ptr* top_layer_of(std::span<const tensor> in) {
-  const layer_ptr* top = nullptr;
+/// The highest layer among the arguments' wrappers (null if all are plain), found in one pass
+/// that also says whether any wrapper is dead (an escaped tensor, to be stripped first).
+struct top_layer_t {
+  const layer_ptr* layer = nullptr;
+  bool any_dead = false;
+};
+inline top_layer_t find_top_layer(std::span<const tensor> in) {
+  top_layer_t top;
   std::uint64_t top_level = 0;
   for (const auto& t : in) {
     const tensor_impl* p = t.impl();
     if (!p || p->is_dense()) continue;
-    if (!top || p->owner_level > top_level) {
-      top = &p->owner;
+    if (!p->is_live_wrapper()) [[unlikely]] {
+      top.any_dead = true;
+      continue;
+    }
+    if (!top.layer || p->owner_level > top_level) {
+      top.layer = &p->owner;
       top_level = p->owner_level;
     }
   }
   return top;
 }
+/// The highest live layer among arguments already stripped of dead wrappers.
+inline const layer_ptr* top_layer_of(std::span<const tensor> in) { return find_top_layer(in).layer; }
 
 // NOTE: [Dispatch]
 // With no wrapper among the arguments (always so outside transforms) the kernel runs directly:
@@ -243,28 +254,17 @@ inline const layer_ptr* top_layer_of(std::span<const tensor> in) {
 // which lands on the layers below.
 template <class Op>
 tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
-  // one pass: the highest layer among the arguments, and whether any wrapper is dead
-  const layer_ptr* top = nullptr;
-  std::uint64_t top_level = 0;
-  for (const auto& t : in) {
-    const tensor_impl* p = t.impl();
-    if (!p || p->is_dense()) continue;
-    if (!p->is_live_wrapper()) [[unlikely]] {
-      tensor_list stripped(in.begin(), in.end());
-      for (auto& s : stripped) s = strip_dead(s);
-      return dispatch<Op>(stripped, a);
-    }
-    if (!top || p->owner_level > top_level) {
-      top = &p->owner;
-      top_level = p->owner_level;
-    }
+  const auto [top, any_dead] = find_top_layer(in);
+  if (any_dead) [[unlikely]] {
+    tensor_list stripped(in.begin(), in.end());
+    for (auto& t : stripped) t = strip_dead(t);
+    return dispatch<Op>(stripped, a);
   }
   if (!top) {
     if (tls_trace) return tls_trace->record<Op>(in, a);
     return Op::kernel(in, a);
   }
-  // The arguments (held by the caller for the whole call) keep this layer alive.
-  const layer_ptr& L = *top;
+  const layer_ptr& L = *top;  // a live layer: its transform call is running
   switch (L->kind) {
     case transform_kind::grad: return grad_rule<Op>(L, in, a);
     case transform_kind::jvp: return jvp_rule<Op>(L, in, a);

@@ -91,19 +91,19 @@ inline void assign_wrapper_value(tensor_impl* p, const tensor& r) {
   }
 }
 
-/// Regenerates a view wrapper whose base was written since (see NOTE: [Mutation under transforms]).
-inline void refresh_view_slow(tensor_impl* p);
-inline void refresh_view(const tensor& t) {
-  tensor_impl* p = t.impl();
-  if (p && p->view) [[unlikely]] refresh_view_slow(p);  // inline test: most wrappers are no views
-}
-inline void refresh_view_slow(tensor_impl* p) {
+inline void refresh_stale_view(tensor_impl* p) {
   if (!p->is_live_wrapper()) return;
   view_info& v = *p->view;
   if (v.base_version == v.base->version) return;
   tensor fresh = v.replay(tensor(v.base));
   assign_wrapper_value(p, fresh);
   v.base_version = v.base->version;
+}
+/// Regenerates a view wrapper whose base was written since (see NOTE: [Mutation under transforms]).
+/// The test for "is a view" is inline: it runs for every argument of every op under grad.
+inline void refresh_view(const tensor& t) {
+  tensor_impl* p = t.impl();
+  if (p && p->view) [[unlikely]] refresh_stale_view(p);
 }
 
 inline bool is_dead_wrapper(const tensor_impl* p) { return p && !p->is_dense() && !p->is_live_wrapper(); }

@@ -594,14 +594,12 @@ tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in) {
 
 template <int D>
 tensor_list dispatch_dyn(const dyn_call_ptr& c, std::span<const tensor> in) {
-  bool dead = false;
-  for (const auto& t : in) dead = dead || is_dead_wrapper(t.impl());
-  if (dead) {
+  const auto [top, any_dead] = find_top_layer(in);
+  if (any_dead) {
     tensor_list stripped(in.begin(), in.end());
     for (auto& t : stripped) t = strip_dead(t);
     return dispatch_dyn(c, stripped);
   }
-  const layer_ptr* top = top_layer_of(in);
   if (!top) return dyn_bottom(c, in);
   const layer_ptr& L = *top;
   switch (L->kind) {
