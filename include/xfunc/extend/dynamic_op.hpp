@@ -251,7 +251,7 @@ tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<c
                                  bool single_level = false) {
   const std::size_t n = in.size();
   tensor_list values(n);
-  std::vector<std::shared_ptr<grad_node>> next(n);
+  small_list<std::shared_ptr<grad_node>, 3> next(n);  // no allocation for up to 3 arguments
   bool tracked = false;
   for (std::size_t i = 0; i < n; ++i) {
     if (belongs_to(in[i], L.get())) {
@@ -273,7 +273,7 @@ tensor_list dyn_grad_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<c
   }
   rebind_mutated(*c, in, values, L.get());
   if (!tracked) return outs;
-  auto ctx = std::make_shared<autograd::context>();
+  auto ctx = make_pooled<autograd::context>();
   set_needs_input_grad(*ctx, *c, n,
                        [&](std::size_t i) { return next[i] && values[i].defined() && is_floating(values[i].dtype()); });
   if (c->has_backward() || c->has_jvp()) c->setup(*ctx, values, outs);
