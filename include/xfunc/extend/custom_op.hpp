@@ -308,7 +308,7 @@ class custom_op_handle<R(P...)> {
     detail::small_list<tensor, 4> flat;
     detail::op_layout layout;
     detail::op_args<P...>::flatten(values, flat, layout);
-    auto call = std::make_shared<detail::custom_op_call<R, P...>>();
+    auto call = detail::make_pooled<detail::custom_op_call<R, P...>>();
     call->def = d;
     // the tensors travel in `flat`; the call keeps only the other arguments (no wrapper cycles)
     call->values = detail::op_args<P...>::without_tensors(std::move(values));

@@ -118,7 +118,7 @@ struct function_call final : dyn_call {
     std::tuple<Args...> a{args...};
     tensor_list flat = [&]<std::size_t... K>(std::index_sequence<K...>) { return tensor_list{std::get<tpos[K]>(a)...}; }(
         std::make_index_sequence<tpos.size()>{});
-    return {std::make_shared<const function_call>(std::move(a)), std::move(flat)};
+    return {detail::make_pooled<function_call>(std::move(a)), std::move(flat)};
   }
 
   tensor_list forward(std::span<const tensor> in) const override {
