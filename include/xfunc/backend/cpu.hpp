@@ -75,10 +75,8 @@ inline bool is_materialized(const tensor& t, const shape_t& shape, dtype d) {
   return s.dt == d && s.shape == shape && is_contiguous_layout(s.shape, s.strides);
 }
 
-/// t as a contiguous dense tensor of dtype d with the given (broadcast-compatible) shape; t
-/// itself when it already is one.
-inline tensor materialize(const tensor& t, const shape_t& shape, dtype d) {
-  if (is_materialized(t, shape, d)) return t;
+/// A contiguous copy of t, converted to dtype d and broadcast to `shape`.
+inline tensor materialized_copy(const tensor& t, const shape_t& shape, dtype d) {
   const tensor_impl& s = *t.impl();
   // broadcast strides of s against `shape`
   shape_t st(shape.size(), 0);
@@ -92,6 +90,12 @@ inline tensor materialize(const tensor& t, const shape_t& shape, dtype d) {
   return out;
 }
 
+/// t as a contiguous dense tensor of dtype d with the given (broadcast-compatible) shape; t
+/// itself when it already is one.
+inline tensor materialize(const tensor& t, const shape_t& shape, dtype d) {
+  return is_materialized(t, shape, d) ? t : materialized_copy(t, shape, d);
+}
+
 inline tensor contiguous_as(const tensor& t, dtype d) { return materialize(t, t.shape(), d); }
 
 /// materialize() for kernels that only read the result: t itself when it already is what they
@@ -99,7 +103,7 @@ inline tensor contiguous_as(const tensor& t, dtype d) { return materialize(t, t.
 /// else the converted tensor, kept in `scratch`.
 inline const tensor& materialized(const tensor& t, const shape_t& shape, dtype d, tensor& scratch) {
   if (is_materialized(t, shape, d)) return t;
-  scratch = materialize(t, shape, d);
+  scratch = materialized_copy(t, shape, d);
   return scratch;
 }
 
