@@ -216,9 +216,20 @@ tensor zeros_like(const tensor& t);
 tensor ones_like(const tensor& t);
 tensor empty_like(const tensor& t);
 tensor full_like(const tensor& t, double v);
+template <int D = 0>
 tensor rand_like(const tensor& t);
+template <int D = 0>
 tensor randn_like(const tensor& t);
 void manual_seed(std::uint64_t seed);
+
+namespace detail {
+// Plain factories for library code: unlifted, so the tensors a rule makes stay at the level it
+// computes at (NOTE: [Tensors created inside transforms], dispatch/created.hpp).
+tensor plain_full(const shape_t& shape, double v, dtype dt, device dev);
+tensor plain_eye(std::int64_t n, dtype dt, device dev);
+tensor plain_zeros_like(const tensor& t);
+tensor plain_ones_like(const tensor& t);
+}  // namespace detail
 
 bool allclose(const tensor& a, const tensor& b, double rtol = 1e-5, double atol = 1e-8);
 bool equal(const tensor& a, const tensor& b);

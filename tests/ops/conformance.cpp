@@ -271,6 +271,105 @@ void check_vmap(const op_row& r) {
 template <std::size_t>
 using tensor_t = xf::tensor;
 
+/// Every in_dims in {0,...,0} ∪ {-1, none}^n minus all-none (-1 as the value of a batched
+/// argument's last dim).
+std::vector<std::vector<std::optional<std::int64_t>>> in_dims_combos(std::size_t n) {
+  std::vector<std::vector<std::optional<std::int64_t>>> combos{std::vector<std::optional<std::int64_t>>(n, 0)};
+  for (std::size_t mask = 1; mask < (1u << n); ++mask) {
+    std::vector<std::optional<std::int64_t>> c(n);
+    for (std::size_t i = 0; i < n; ++i)
+      if (mask & (1u << i)) c[i] = -1;
+    combos.push_back(c);
+  }
+  return combos;
+}
+
+std::string in_dims_label(const std::vector<std::optional<std::int64_t>>& c) {
+  std::string label;
+  for (const auto& d : c) label += d ? std::to_string(*d) + " " : "none ";
+  return label;
+}
+
+/// a and b stacked along in_dim d (0, or -1: after a's last dim).
+xf::tensor stack_at(const xf::tensor& a, const xf::tensor& b, std::int64_t d) {
+  return xf::stack({a, b}, d < 0 ? a.dim() : 0);
+}
+
+void same_values(const xf::tensor& got, const xf::tensor& expect) {
+  REQUIRE(got.shape() == expect.shape());
+  CHECK(xf::allclose(got, expect, 1e-10, 1e-12));
+}
+
+// jvp∘vmap and vjp∘vmap for every in_dims, and jvp∘vmap∘vmap and vjp∘vmap∘vmap, against the
+// per-example jvp and vjp: a rule that reduces or broadcasts over the batch dim of a physical
+// value (e.g. an empty dims list read as "every dim") gives a wrong tangent or gradient here.
+template <std::size_t N, class G>
+void check_transforms_of_vmap(const G& g, const std::array<xf::tensor, N>& xs, const std::array<xf::tensor, N>& xs1,
+                              const std::array<xf::tensor, N>& t0, const std::array<xf::tensor, N>& t1) {
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    const xf::tensor out0 = g(xs[I]...);
+    const xf::tensor c0 = sample(out0.shape(), -1, 1, 7), c1 = sample(out0.shape(), -1, 1, 8);
+    for (const auto& c : in_dims_combos(N)) {
+      INFO("in_dims: " << in_dims_label(c));
+      std::array<xf::tensor, N> xb, tb, xe1, te1;  // batched arguments; example 1's arguments
+      for (std::size_t i = 0; i < N; ++i) {
+        xb[i] = c[i] ? stack_at(xs[i], xs1[i], *c[i]) : xs[i];
+        tb[i] = c[i] ? stack_at(t0[i], t1[i], *c[i]) : t0[i];
+        xe1[i] = c[i] ? xs1[i] : xs[i];
+        te1[i] = c[i] ? t1[i] : t0[i];
+      }
+      auto vg = xf::vmap(g, xf::in_dims(c[I]...));
+      {
+        INFO("jvp∘vmap: jvp of vmap(op) against per-example jvps");
+        auto [outb, tanb] = xf::jvp(vg, std::tuple{xb[I]...}, std::tuple<tensor_t<I>...>{tb[I]...});
+        auto e0 = xf::jvp(g, std::tuple{xs[I]...}, std::tuple<tensor_t<I>...>{t0[I]...});
+        auto e1 = xf::jvp(g, std::tuple{xe1[I]...}, std::tuple<tensor_t<I>...>{te1[I]...});
+        same_values(outb, xf::stack({e0.first, e1.first}, 0));
+        same_values(tanb, xf::stack({e0.second, e1.second}, 0));
+      }
+      {
+        INFO("vjp∘vmap: pullback of vmap(op) against per-example pullbacks");
+        auto [outb, pbb] = xf::vjp(vg, xb[I]...);
+        auto gb = pbb(xf::stack({c0, c1}, 0));
+        auto g0 = xf::vjp(g, xs[I]...).second(c0);
+        auto g1 = xf::vjp(g, xe1[I]...).second(c1);
+        // a batched argument gets per-example gradients; an unbatched one, their sum
+        (same_values(std::get<I>(gb), c[I] ? stack_at(std::get<I>(g0), std::get<I>(g1), *c[I])
+                                           : std::get<I>(g0) + std::get<I>(g1)),
+         ...);
+      }
+    }
+    {
+      INFO("jvp∘vmap∘vmap and vjp∘vmap∘vmap over a 2x2 batch");
+      auto grid = [](const xf::tensor& a, const xf::tensor& b) {
+        return xf::stack({xf::stack({a, b}, 0), xf::stack({b * 0.5, a * 0.25}, 0)}, 0);
+      };
+      auto vvg = xf::vmap(xf::vmap(g));
+      auto [outb, tanb] = xf::jvp(vvg, std::tuple{grid(xs[I], xs1[I])...}, std::tuple<tensor_t<I>...>{grid(t0[I], t1[I])...});
+      auto [outv, pbv] = xf::vjp(vvg, grid(xs[I], xs1[I])...);
+      const xf::tensor cb = grid(c0, c1);
+      auto gb = pbv(cb);
+      std::vector<xf::tensor> outs, tans;
+      std::array<std::vector<xf::tensor>, N> grads;
+      for (std::int64_t a = 0; a < 2; ++a)
+        for (std::int64_t b = 0; b < 2; ++b) {
+          auto e = xf::jvp(g, std::tuple{grid(xs[I], xs1[I]).select(0, a).select(0, b)...},
+                           std::tuple<tensor_t<I>...>{grid(t0[I], t1[I]).select(0, a).select(0, b)...});
+          outs.push_back(e.first);
+          tans.push_back(e.second);
+          auto ge = xf::vjp(g, grid(xs[I], xs1[I]).select(0, a).select(0, b)...).second(cb.select(0, a).select(0, b));
+          (grads[I].push_back(std::get<I>(ge)), ...);
+        }
+      auto as_grid = [](const std::vector<xf::tensor>& v) {
+        return xf::stack({xf::stack({v[0], v[1]}, 0), xf::stack({v[2], v[3]}, 0)}, 0);
+      };
+      same_values(outb, as_grid(outs));
+      same_values(tanb, as_grid(tans));
+      (same_values(std::get<I>(gb), as_grid(grads[I])), ...);
+    }
+  }(std::make_index_sequence<N>{});
+}
+
 template <std::size_t N>
 void check_compositions_n(const op_row& r, const std::vector<std::size_t>& pos) {
   const tensors all = r.inputs;
@@ -324,19 +423,8 @@ void check_compositions_n(const op_row& r, const std::vector<std::size_t>& pos) 
       REQUIRE(got.shape() == expect.shape());
       CHECK(xf::allclose(got, expect, 1e-10, 1e-12));
     }
-    {
-      INFO("vjp∘vmap: pullback of vmap(op) against per-example pullbacks");
-      auto [outb, pbb] = xf::vjp(xf::vmap(g), xf::stack({xs[I], xs1[I]}, 0)...);
-      auto gb = pbb(xf::stack({c0, c1}, 0));
-      auto g0 = pb(c0);
-      auto g1 = xf::vjp(g, xs1[I]...).second(c1);
-      auto same = [](const xf::tensor& got, const xf::tensor& expect) {
-        REQUIRE(got.shape() == expect.shape());
-        CHECK(xf::allclose(got, expect, 1e-10, 1e-12));
-      };
-      (same(std::get<I>(gb), xf::stack({std::get<I>(g0), std::get<I>(g1)}, 0)), ...);
-    }
   }(std::make_index_sequence<N>{});
+  check_transforms_of_vmap<N>(g, xs, xs1, t0, t1);
 }
 
 void check_compositions(const op_row& r) {
@@ -360,7 +448,7 @@ TEST_CASE("op conformance table", "[conformance]") {
       DYNAMIC_SECTION(r.name << ": gradcheck (vjp and jvp against finite differences)") {
         CHECK(by_arity(r.inputs.size(), [&](auto N) { return run_gradcheck<decltype(N)::value>(r.op, r.inputs); }));
       }
-      DYNAMIC_SECTION(r.name << ": compositions (vjp∘vjp, jvp∘vjp, vmap∘vjp, vmap∘jvp, vjp∘vmap)") {
+      DYNAMIC_SECTION(r.name << ": compositions (vjp∘vjp, jvp∘vjp, vmap∘vjp, vmap∘jvp, vjp∘vmap, jvp∘vmap)") {
         check_compositions(r);
       }
     }

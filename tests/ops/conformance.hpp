@@ -5,8 +5,9 @@
 //   gradcheck    vjp and jvp against central finite differences in float64
 //   vmap         against a per-example loop, for every in_dims in {0,...,0} ∪ {-1, none}^n
 //                minus all-none, with batch 2; and vmap of vmap (batches 2 and 3)
-//   compositions vjp∘vjp and jvp∘vjp (gradgradcheck), vmap∘vjp, vmap∘jvp, vjp∘vmap, on the
-//                floating inputs (differentiable rows)
+//   compositions vjp∘vjp and jvp∘vjp (gradgradcheck), vmap∘vjp, vmap∘jvp, on the floating
+//                inputs (differentiable rows); jvp∘vmap and vjp∘vmap for every in_dims of the
+//                floating inputs, and jvp∘vmap∘vmap, vjp∘vmap∘vmap, against per-example loops
 // Adding an op adds a row in the rows_<family>.cpp of its family.
 #include <functional>
 #include <optional>

@@ -110,6 +110,18 @@ const bool registered = add({
          return std::sqrt(s);
        });
      }},
+    // 0-d inputs: under vmap each example reduces no dim of its physical value, so a rule that
+    // read an empty dims list as "every dim" would reduce over the batch (jvp∘vmap catches it)
+    {"mean (0-d)", {xf::scalar(0.7)}, [](const T& x) { return xf::mean(x[0]); }, red({}, false, vmean)},
+    {"prod (0-d)", {xf::scalar(-0.6)}, [](const T& x) { return xf::prod(x[0], 0); }, red({}, false, vprod)},
+    {"amax (0-d)", {xf::scalar(0.7)}, [](const T& x) { return xf::amax(x[0], {}); }, red({}, false, vmax)},
+    {"amin (0-d, keepdim)", {xf::scalar(-0.6)}, [](const T& x) { return xf::amin(x[0], {0}, true); },
+     red({}, true, vmin)},
+    {"argmax (0-d)", {xf::scalar(0.7)}, [](const T& x) { return xf::argmax(x[0], 0); }, red({}, false, vargmax),
+     false},
+    {"logsumexp (0-d)", {xf::scalar(0.7)}, [](const T& x) { return xf::logsumexp(x[0], {}); }, red({}, false, vlse)},
+    {"norm (0-d)", {xf::scalar(-0.6)}, [](const T& x) { return xf::norm(x[0]); },
+     [](const T& in) { return ref_reduce(in[0], {}, false, [](const V& v) { return std::abs(v[0]); }); }},
 });
 
 TEST_CASE("reduction: dtypes", "[ops][reduction]") {

@@ -45,10 +45,14 @@ struct layer {
   bool remove_views = false;
 };
 
-inline std::uint64_t next_level() {
-  static std::atomic<std::uint64_t> counter{0};
-  return ++counter;
-}
+/// The process-wide level counter: the level of the newest layer ever made.
+inline std::atomic<std::uint64_t> level_counter{0};
+
+inline std::uint64_t next_level() { return ++level_counter; }
+
+/// Stamped on every tensor when it is made: a tensor was made inside layer L's transform call
+/// iff its stamp is at least L's level (levels only grow; NOTE: [Tensors created inside transforms]).
+inline std::uint64_t creation_stamp() { return level_counter.load(std::memory_order_relaxed); }
 
 using layer_ptr = std::shared_ptr<layer>;
 

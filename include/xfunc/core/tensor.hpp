@@ -17,6 +17,7 @@
 #include <xfunc/core/error.hpp>
 #include <xfunc/core/layer.hpp>
 #include <xfunc/core/object_pool.hpp>
+#include <xfunc/core/release_queue.hpp>
 #include <xfunc/core/shape.hpp>
 
 namespace xfunc {
@@ -249,6 +250,7 @@ class tensor {
   const std::shared_ptr<detail::tensor_impl>& impl_ptr() const { return impl_; }
 
  private:
+  friend struct detail::tensor_impl;  // releases its inner tensors iteratively
   void check_defined() const;
   std::shared_ptr<detail::tensor_impl> impl_;
 };
@@ -261,6 +263,12 @@ struct tensor_impl {
   // User-provided, so that make_shared's value-initialisation does not zero the whole struct
   // (its shapes' inline arrays) before running the member initialisers.
   tensor_impl() {}  // NOLINT(modernize-use-equals-default)
+  // A wrapper may hold the last owner of a long recorded graph (NOTE: [Iterative destruction]).
+  ~tensor_impl() {
+    release_owner(node);
+    release_owner(inner.impl_);
+    release_owner(tangent.impl_);
+  }
   impl_kind kind = impl_kind::dense;
   xfunc::dtype dt = dtype::float32;
   xfunc::device dev = cpu;
@@ -278,6 +286,7 @@ struct tensor_impl {
   std::shared_ptr<grad_node> node;   // grad: the node that produced it (or its leaf)
   // grad, dual and functional wrappers: mutation tracking (see NOTE: [Mutation under transforms])
   std::uint64_t version = 0;         // bumped by every in-place write into this wrapper
+  std::uint64_t born = creation_stamp();  // NOTE: [Tensors created inside transforms]
   std::shared_ptr<view_info> view;   // set when this wrapper is a view of another wrapper
 
   // dense: a deferred value, computed into `store` on first access (NOTE: [Deferred elementwise])

@@ -19,7 +19,10 @@ namespace xfunc::detail {
 // and batchable (hessian, vmap(grad), jacrev = vmap(vjp) need no special cases).
 struct grad_node {
   small_list<std::shared_ptr<grad_node>, 3> next;  // one per argument; null = not tracked
-  virtual ~grad_node() = default;
+  // Long graphs are chains of these: NOTE: [Iterative destruction].
+  virtual ~grad_node() {
+    for (auto& n : next) release_owner(n);
+  }
   /// One gradient per argument (undefined = zero or not needed) for the output cotangent g.
   virtual tensor_list apply(const tensor& g) = 0;
   virtual bool is_leaf() const { return false; }

@@ -67,6 +67,32 @@ void track_view(const tensor& out, const tensor& self, const typename Op::attrs&
   out.impl()->view = std::move(v);
 }
 
+// NOTE: [Views as copies]
+// functionalize(f, remove::mutations_and_views) leaves no view behind: while such a call runs on
+// this thread, a view op that reaches its kernel returns a fresh copy instead of an alias, and
+// make_fx records it under the name torch gives the copying form (`Op::copy_name`:
+// xf::narrow_copy, xf::view_copy, ...). Views of the call's own (functional) values are still
+// tracked as views one layer up, so writes through them reach their base by rebinding. A plain
+// tensor's view being a copy, tensors made in such a call from captured ones only cannot be
+// written in place (NOTE: [Tensors created inside transforms]): their copies could not follow.
+inline thread_local int tls_views_as_copies = 0;
+
+/// While alive (and `on`), views are copies on this thread (NOTE: [Views as copies]).
+class views_as_copies_scope {
+ public:
+  explicit views_as_copies_scope(bool on) : on_(on) { tls_views_as_copies += on_; }
+  ~views_as_copies_scope() { tls_views_as_copies -= on_; }
+  views_as_copies_scope(const views_as_copies_scope&) = delete;
+  views_as_copies_scope& operator=(const views_as_copies_scope&) = delete;
+
+ private:
+  int on_;
+};
+
+/// The copying form of view op Op at the bottom (defined with the view ops, ops/view.hpp).
+template <class Op>
+tensor view_as_copy(std::span<const tensor> in, const typename Op::attrs& a);
+
 /// Loop-and-stack fallback for ops without a batch rule.
 template <class Op>
 batched batch_fallback(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
@@ -100,6 +126,16 @@ constexpr bool op_reads_output() {
   else return false;
 }
 
+// NOTE: [Rule shapes]
+// A derivative rule must give a gradient of its argument's shape and a tangent of its output's
+// shape. One that does not (a reduction over the batch dim of a physical value, say) would give
+// wrong numbers further on, or make a later kernel read past a buffer; the interpreters check
+// the shapes and report the op instead.
+[[noreturn]] inline void fail_rule_shape(const char* op, const char* what, const shape_t& got, const shape_t& want) {
+  fail("xf: internal error: the ", what, " rule of ", op, " gave a result of shape ", got, " where shape ", want,
+       " was expected; please report this with the program that triggered it");
+}
+
 template <class Op>
 struct op_node final : grad_node {
   op_node() {}  // NOLINT: user-provided, so make_shared does not zero the struct first
@@ -114,10 +150,16 @@ struct op_node final : grad_node {
       std::unique_ptr<bool[]> heap_need(in.size() > 8 ? new bool[in.size()] : nullptr);
       bool* need = heap_need ? heap_need.get() : inline_need;
       for (std::size_t i = 0; i < in.size(); ++i) need[i] = next[i] != nullptr;
-      return Op::vjp(in, out, g, attrs, std::span<const bool>(need, in.size()));
+      return checked(Op::vjp(in, out, g, attrs, std::span<const bool>(need, in.size())));
     } else {
-      return Op::vjp(in, out, g, attrs);
+      return checked(Op::vjp(in, out, g, attrs));
     }
+  }
+  tensor_list checked(tensor_list gs) const {  // NOTE: [Rule shapes]
+    for (std::size_t i = 0; i < gs.size() && i < in.size(); ++i)
+      if (gs[i].defined() && next[i] && !(gs[i].shape() == in[i].shape())) [[unlikely]]
+        fail_rule_shape(Op::name, "vjp", gs[i].shape(), in[i].shape());
+    return gs;
   }
   tensor forward_tangent(const tensor_list& tin) override { return Op::jvp(in, tin, out, attrs); }
 };
@@ -172,8 +214,20 @@ tensor jvp_rule(const layer_ptr& L, std::span<const tensor> in, const typename O
     if (!is_floating(out.dtype())) return out;
     bool any = false;
     for (const auto& t : tangents.span()) any = any || t.defined();
-    if (!any) return out;
+    if (!any) {
+      // a view of a value of this layer stays one, so that writes through it reach its base
+      // (e.g. a factory's result: NOTE: [Tensors created inside transforms])
+      if constexpr (is_view_op<Op>())
+        if (belongs_to(in[0], L.get())) {
+          tensor w = wrap_dual(std::move(out), tensor(), L);
+          track_view<Op>(w, in[0], a);
+          return w;
+        }
+      return out;
+    }
     tensor tan = Op::jvp(primals.span(), tangents.span(), out, a);
+    if (tan.defined() && !(tan.shape() == out.shape())) [[unlikely]]  // NOTE: [Rule shapes]
+      fail_rule_shape(Op::name, "jvp", tan.shape(), out.shape());
     if (!tan.defined() && !is_view_op<Op>()) return out;
     tensor w = wrap_dual(std::move(out), std::move(tan), L);
     if constexpr (is_view_op<Op>())
@@ -211,7 +265,7 @@ tensor functional_rule(const layer_ptr& L, std::span<const tensor> in, const typ
   for (std::size_t i = 0; i < in.size(); ++i) values[i] = unwrap_at(in[i], L.get());
   tensor out = dispatch<Op>(values.span(), a);
   if constexpr (is_view_op<Op>()) {
-    if (L->remove_views) out = out.clone();  // remove::mutations_and_views: views become copies
+    // (under remove::mutations_and_views `out` is a copy: NOTE: [Views as copies])
     tensor w = wrap_functional(out, L);
     if (belongs_to(in[0], L.get())) track_view<Op>(w, in[0], a);
     return w;
@@ -261,6 +315,8 @@ tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
     return dispatch<Op>(stripped, a);
   }
   if (!top) {
+    if constexpr (is_view_op<Op>())
+      if (tls_views_as_copies) [[unlikely]] return view_as_copy<Op>(in, a);
     if (tls_trace) return tls_trace->record<Op>(in, a);
     return Op::kernel(in, a);
   }

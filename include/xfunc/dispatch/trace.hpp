@@ -49,12 +49,17 @@ struct trace_state {
   }
   template <class Op>
   tensor record(std::span<const tensor> in, const typename Op::attrs& a) {
+    return record_kernel(Op::name, in, [a](std::span<const tensor> xs) { return Op::kernel(xs, a); });
+  }
+  /// Runs kernel(in) and records it as one node named `op`, replayed by the same kernel.
+  template <class K>
+  tensor record_kernel(const char* op, std::span<const tensor> in, K kernel) {
     trace_node n;
-    n.op = Op::name;
+    n.op = op;
     for (const auto& t : in) n.args.push_back(id_of(t));
-    tensor out = Op::kernel(in, a);
+    tensor out = kernel(in);
     n.out = new_value(out, "t", nodes.size());
-    n.replay = [a](std::span<const tensor> xs) { return Op::kernel(xs, a); };
+    n.replay = std::move(kernel);
     nodes.push_back(std::move(n));
     return out;
   }

@@ -125,7 +125,7 @@ tensor_list dyn_forward_tangents(const dyn_call& c, autograd::context& ctx, std:
   if (c.has_jvp()) {
     tensor_list t(tangents.size());
     for (std::size_t i = 0; i < t.size(); ++i)
-      t[i] = tangents[i].defined() || !primals[i].defined() ? tangents[i] : zeros_like(primals[i]);
+      t[i] = tangents[i].defined() || !primals[i].defined() ? tangents[i] : plain_zeros_like(primals[i]);
     bool& in_jvp = context_access::in_jvp(ctx);
     in_jvp = true;
     struct reset {
@@ -142,7 +142,7 @@ tensor_list dyn_forward_tangents(const dyn_call& c, autograd::context& ctx, std:
   for (std::size_t k = 0; k < outs.size(); ++k) {
     if (!differentiable_output(&ctx, outs[k])) continue;
     leaves[k] = make_pooled<leaf_node>();
-    u[k] = wrap_grad(zeros(outs[k].shape(), outs[k].dtype(), outs[k].device()), G, leaves[k]);
+    u[k] = wrap_grad(plain_full(outs[k].shape(), 0.0, outs[k].dtype(), outs[k].device()), G, leaves[k]);
   }
   tensor_list gin = c.backward(ctx, u);
   std::vector<std::shared_ptr<grad_node>> roots;
@@ -176,7 +176,7 @@ struct dyn_node final : grad_node {
     if (!call->has_backward()) fail_no_formula(*call, "xf::grad");
     if (context_access::materialize(*ctx))
       for (std::size_t k = 0; k < gs.size(); ++k)
-        if (!gs[k].defined() && differentiable_output(ctx.get(), outs[k])) gs[k] = zeros_like(outs[k]);
+        if (!gs[k].defined() && differentiable_output(ctx.get(), outs[k])) gs[k] = plain_zeros_like(outs[k]);
     return call->backward(*ctx, gs);
   }
   bool has_pending() const override {

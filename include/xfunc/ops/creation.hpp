@@ -1,11 +1,15 @@
 #pragma once
-// Factories. They make plain tensors (also inside vmap: factories are not batched); random
-// factories consult the vmap layers on the stack for their randomness option.
+// Factories. Inside transforms they return values of every grad, jvp and functionalize layer
+// on the stack and stay unbatched at vmap layers, except the *_like(t) factories, which follow
+// t's batching (NOTE: [Tensors created inside transforms]); random factories consult the vmap
+// layers on the stack for their randomness option. Library code uses the plain factories of
+// namespace detail.
 #include <cmath>
 #include <mutex>
 #include <random>
 
 #include <xfunc/backend/cpu.hpp>
+#include <xfunc/dispatch/created.hpp>
 #include <xfunc/dispatch/layer_stack.hpp>
 #include <xfunc/dispatch/trace.hpp>
 #include <xfunc/rules/common.hpp>
@@ -13,6 +17,7 @@
 namespace xfunc {
 namespace detail {
 
+/// A plain tensor of `shape` filled with v (recorded as one node while make_fx traces).
 inline tensor filled(const shape_t& shape, double v, dtype dt, device dev) {
   for (auto e : shape)
     if (e < 0) fail("xf: negative size ", e, " in shape ", shape);
@@ -55,8 +60,11 @@ tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* nam
                  "(one per example) to xf::vmap");
     if (l->rand == xfunc::randomness::different) per_example.push_back(l);
   }
+  // one leading batch dim per such layer, outermost first
   shape_t full_shape = shape;
+  small_list<batch_entry, 4> batched;
   for (auto it = per_example.rbegin(); it != per_example.rend(); ++it) full_shape.insert(0, (*it)->batch_size);
+  for (const auto& l : per_example) batched.push_back({&l, l->level.load(std::memory_order_relaxed), 0});
   tensor t = empty_dense(full_shape, dt, dev);
   if (dev == meta && tls_trace)
     t = tls_trace->record_factory(name, t, [full_shape, dt] { return random_tensor<Dist>(full_shape, dt, cpu, ""); });
@@ -69,8 +77,32 @@ tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* nam
       for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(dist(rng().gen));
     });
   }
-  for (const auto& l : per_example) t = wrap_batched(t, 0, l);
+  return lift_created(std::move(t), batched);
+}
+
+inline tensor plain_eye(std::int64_t n, dtype dt, device dev) {
+  if (n < 0) fail("xf::eye: n must be non-negative, got ", n);
+  if (dev == meta && tls_trace)
+    return tls_trace->record_factory("xf::eye", empty_dense({n, n}, dt, meta), [n, dt] { return plain_eye(n, dt, cpu); });
+  tensor t = filled({n, n}, 0.0, dt, dev);
+  if (dev == cpu)
+    visit_dtype(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* p = t.impl()->template data<T>();
+      for (std::int64_t i = 0; i < n; ++i) p[i * n + i] = T(1);
+    });
   return t;
+}
+inline tensor plain_full(const shape_t& shape, double v, dtype dt, device dev) { return filled(shape, v, dt, dev); }
+inline tensor plain_zeros_like(const tensor& t) { return filled(t.shape(), 0.0, t.dtype(), t.device()); }
+inline tensor plain_ones_like(const tensor& t) { return filled(t.shape(), 1.0, t.dtype(), t.device()); }
+
+/// A tensor like t filled with v: t's physical shape, batched where t is, lifted to the grad,
+/// jvp and functionalize layers on the stack (NOTE: [Tensors created inside transforms]).
+inline tensor filled_like(const tensor& t, double v) {
+  const tensor s = strip_dead(t);
+  if (s.impl()->is_dense() && current_stack().layers.empty()) return filled(s.shape(), v, s.dtype(), s.device());
+  return lift_created(filled(dense_of(s)->shape, v, s.dtype(), s.device()), batch_entries_of(s));
 }
 }  // namespace detail
 
@@ -79,26 +111,19 @@ inline void manual_seed(std::uint64_t seed) {
   detail::rng().gen.seed(seed);
 }
 
-inline tensor zeros(const shape_t& shape, dtype dt, device dev) { return detail::filled(shape, 0.0, dt, dev); }
-inline tensor ones(const shape_t& shape, dtype dt, device dev) { return detail::filled(shape, 1.0, dt, dev); }
-inline tensor empty(const shape_t& shape, dtype dt, device dev) { return detail::filled(shape, 0.0, dt, dev); }
+inline tensor zeros(const shape_t& shape, dtype dt, device dev) {
+  return detail::lift_created(detail::filled(shape, 0.0, dt, dev));
+}
+inline tensor ones(const shape_t& shape, dtype dt, device dev) {
+  return detail::lift_created(detail::filled(shape, 1.0, dt, dev));
+}
+inline tensor empty(const shape_t& shape, dtype dt, device dev) {
+  return detail::lift_created(detail::filled(shape, 0.0, dt, dev));
+}
 inline tensor full(const shape_t& shape, double value, dtype dt, device dev) {
-  return detail::filled(shape, value, dt, dev);
+  return detail::lift_created(detail::filled(shape, value, dt, dev));
 }
-inline tensor eye(std::int64_t n, dtype dt, device dev) {
-  if (n < 0) detail::fail("xf::eye: n must be non-negative, got ", n);
-  if (dev == meta && detail::tls_trace)
-    return detail::tls_trace->record_factory("xf::eye", detail::empty_dense({n, n}, dt, meta),
-                                             [n, dt] { return eye(n, dt, cpu); });
-  tensor t = zeros({n, n}, dt, dev);
-  if (dev == cpu)
-    detail::visit_dtype(dt, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      T* p = t.impl()->template data<T>();
-      for (std::int64_t i = 0; i < n; ++i) p[i * n + i] = T(1);
-    });
-  return t;
-}
+inline tensor eye(std::int64_t n, dtype dt, device dev) { return detail::lift_created(detail::plain_eye(n, dt, dev)); }
 inline tensor arange(double start, double end, double step, dtype dt, device dev) {
   if (step == 0) detail::fail("xf::arange: step must be nonzero");
   const double span = (end - start) / step;
@@ -110,7 +135,7 @@ inline tensor arange(double start, double end, double step, dtype dt, device dev
       T* p = t.impl()->template data<T>();
       for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
     });
-  return t;
+  return detail::lift_created(std::move(t));
 }
 inline tensor arange(std::int64_t end) { return arange(0.0, static_cast<double>(end), 1.0, i64, cpu); }
 inline tensor linspace(double a, double b, std::int64_t n, dtype dt, device dev) {
@@ -123,7 +148,7 @@ inline tensor linspace(double a, double b, std::int64_t n, dtype dt, device dev)
       for (std::int64_t i = 0; i < n; ++i)
         p[i] = static_cast<T>(n == 1 ? a : a + (b - a) * static_cast<double>(i) / static_cast<double>(n - 1));
     });
-  return t;
+  return detail::lift_created(std::move(t));
 }
 inline tensor rand(const shape_t& shape, dtype dt, device dev) {
   return detail::random_tensor<std::uniform_real_distribution<double>>(shape, dt, dev, "xf::rand");
@@ -131,11 +156,21 @@ inline tensor rand(const shape_t& shape, dtype dt, device dev) {
 inline tensor randn(const shape_t& shape, dtype dt, device dev) {
   return detail::random_tensor<std::normal_distribution<double>>(shape, dt, dev, "xf::randn");
 }
-inline tensor zeros_like(const tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
-inline tensor ones_like(const tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
-inline tensor empty_like(const tensor& t) { return empty(t.shape(), t.dtype(), t.device()); }
-inline tensor full_like(const tensor& t, double v) { return full(t.shape(), v, t.dtype(), t.device()); }
-inline tensor rand_like(const tensor& t) { return rand(t.shape(), t.dtype(), t.device()); }
-inline tensor randn_like(const tensor& t) { return randn(t.shape(), t.dtype(), t.device()); }
+inline tensor zeros_like(const tensor& t) { return detail::filled_like(t, 0.0); }
+inline tensor ones_like(const tensor& t) { return detail::filled_like(t, 1.0); }
+inline tensor empty_like(const tensor& t) { return detail::filled_like(t, 0.0); }
+inline tensor full_like(const tensor& t, double v) { return detail::filled_like(t, v); }
+// Drawn as a plain random factory would be (which handles each vmap layer's randomness option),
+// then made like t (batched where t is) by adding t's zeros.
+template <int D>
+tensor rand_like(const tensor& t) {
+  const tensor r = rand(t.shape(), t.dtype(), t.device());
+  return detail::current_stack().layers.empty() ? r : add(r, zeros_like(t));
+}
+template <int D>
+tensor randn_like(const tensor& t) {
+  const tensor r = randn(t.shape(), t.dtype(), t.device());
+  return detail::current_stack().layers.empty() ? r : add(r, zeros_like(t));
+}
 
 }  // namespace xfunc

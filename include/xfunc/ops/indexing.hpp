@@ -109,7 +109,7 @@ struct scatter_add_op_t {
     return {sum_to(g, in[0]), tensor(), sum_to(call<gather_op>({a.dim}, g, in[1]), in[2])};
   }
   static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs& a) {
-    tensor tb = t[0].defined() ? t[0] : zeros_like(out);
+    tensor tb = t[0].defined() ? t[0] : plain_zeros_like(out);
     if (!t[2].defined()) return tb;
     return call<scatter_add_op>(a, tb, in[1], t[2]);
   }
@@ -123,7 +123,7 @@ struct scatter_add_op_t {
 
 template <class V>
 tensor_list gather_op_t<V>::vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
-  return {call<scatter_add_op>({a.dim}, zeros_like(in[0]).to(g.dtype()), in[1], g), tensor()};
+  return {call<scatter_add_op>({a.dim}, plain_zeros_like(in[0]).to(g.dtype()), in[1], g), tensor()};
 }
 template <class V>
 batched gather_op_t<V>::batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
@@ -154,7 +154,7 @@ struct index_select_op_t {
     return gather_op::kernel(std::array<tensor, 2>{t, idx}, {a.dim});
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
-    return {index_add(zeros_like(in[0]).to(g.dtype()), a.dim, in[1], g), tensor()};
+    return {index_add(plain_zeros_like(in[0]).to(g.dtype()), a.dim, in[1], g), tensor()};
   }
   static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor&, const attrs& a) {
     return call<index_select_op>(a, t[0], in[1]);

@@ -7,6 +7,7 @@
 // own throws: "in-place" under vmap (a batched value into an unbatched tensor), "captured" under
 // grad, vjp, jvp and functionalize.
 #include <xfunc/backend/cpu.hpp>
+#include <xfunc/dispatch/created.hpp>
 #include <xfunc/ops/pointwise.hpp>
 #include <xfunc/transforms/vjp.hpp>
 
@@ -67,7 +68,7 @@ std::pair<tensor, tensor> embed_into_base(const view_info& v, const tensor& base
   auto replay = [&](const tensor& x) { return v.replay(floating ? x : x.to(base.dtype())).to(b.dtype()); };
   auto [val, pullback] = xfunc::vjp(replay, b);
   tensor embedded = std::get<0>(pullback(r.to(b.dtype())));
-  tensor covered = std::get<0>(pullback(ones_like(val))) != 0.0;
+  tensor covered = std::get<0>(pullback(plain_ones_like(val))) != 0.0;
   return {floating ? embedded : embedded.to(base.dtype()), covered};
 }
 
@@ -117,10 +118,21 @@ tensor& apply_inplace(tensor& self, std::vector<tensor> others, const char* name
   if (!belongs_to(s, L.get())) {
     if (L->kind == transform_kind::vmap)
       fail(name, ": in-place operation would write a batched value into an unbatched tensor under vmap; "
-           "make the destination batched too (for example create it from a batched input, or write "
-           "x = x + y instead) or use the out-of-place form");
-    fail(name, ": in-place operation would mutate a tensor captured from outside the transform (grad, vjp, "
-         "jvp or functionalize); mutating captured tensors is not allowed, use the out-of-place form");
+           "make the destination batched too (for example create it from a batched input with xf::zeros_like, "
+           "or write x = x + y instead) or use the out-of-place form");
+    // a tensor made inside the transform becomes one of its values (NOTE: [Tensors created inside transforms])
+    if (const auto why = promote_created(s, L)) {
+      if (*why == not_writable::captured)
+        fail(name, ": in-place operation would mutate a tensor captured from outside the transform (grad, vjp, "
+             "jvp or functionalize); mutating captured tensors is not allowed, use the out-of-place form");
+      fail(name, ": in-place write of a value of the transform into a tensor that was made inside it only from "
+           "tensors captured from outside, and ",
+           *why == not_writable::aliased        ? "that shares its memory with another tensor (a view, or a tensor with views)"
+           : *why == not_writable::outer_value ? "that belongs to an outer transform"
+                                               : "whose views are copies under functionalize(f, xf::remove::mutations_and_views)",
+           "; make the destination with a factory inside the transform (e.g. xf::zeros_like(x)), or use the "
+           "out-of-place form");
+    }
   }
   if (L->kind == transform_kind::vmap) {
     // physically, on the batched value with its batch dim in front (a view: writes reach it)
@@ -185,11 +197,15 @@ tensor& tensor::copy_(const tensor& src) {
   });
 }
 template <int D>
-tensor& tensor::zero_() { return fill_(0.0); }
+tensor& tensor::zero_() {
+  return detail::apply_inplace(*this, {}, "xf::zero_", [](const tensor& s, std::span<const tensor>) {
+    return detail::plain_full({}, 0.0, s.dtype(), cpu);
+  });
+}
 template <int D>
 tensor& tensor::fill_(double v) {
   return detail::apply_inplace(*this, {}, "xf::fill_", [v](const tensor& s, std::span<const tensor>) {
-    return full({}, v, is_floating(s.dtype()) ? s.dtype() : s.dtype() == b8 ? b8 : i64);
+    return detail::plain_full({}, v, is_floating(s.dtype()) ? s.dtype() : s.dtype() == b8 ? b8 : i64, cpu);
   });
 }
 template <int D>

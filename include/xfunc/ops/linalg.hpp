@@ -60,7 +60,7 @@ struct bmm_op_t {
     dtype dt = promote(a.dtype(), b.dtype());
     if (dt == dtype::boolean) dt = dtype::int64;
     if (a.device() == meta || b.device() == meta) return backend::meta_like({P, n, m}, dt);
-    if (n == 0 || m == 0 || k == 0) return zeros({P, n, m}, dt);
+    if (n == 0 || m == 0 || k == 0) return plain_full({P, n, m}, 0.0, dt, cpu);
     tensor out = empty_dense({P, n, m}, dt);  // every element is written by the GEMM (beta = 0)
     backend::numeric_types::visit(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;

@@ -53,7 +53,7 @@ struct neg_op_t : pointwise_unary<neg_op> {
   static constexpr bool keeps_dtype = true;
   static constexpr auto fn = [](auto&& x) { return -x; };
   static constexpr bool fn_takes_scalars = true;
-  static tensor derivative(const tensor& x, const tensor&) { return full_like(x, -1.0); }
+  static tensor derivative(const tensor& x, const tensor&) { return plain_full(x.shape(), -1.0, x.dtype(), x.device()); }
 };
 template <class = void>
 struct exp_op_t;
@@ -219,7 +219,7 @@ struct sign_op_t : pointwise_unary<sign_op> {
   static constexpr const char* name = "xf::sign";
   static constexpr bool keeps_dtype = true;
   static constexpr auto fn = [](auto&& x) { return xt::sign(x); };
-  static tensor derivative(const tensor& x, const tensor&) { return zeros_like(x); }
+  static tensor derivative(const tensor& x, const tensor&) { return plain_zeros_like(x); }
 };
 template <class = void>
 struct reciprocal_op_t;
@@ -372,7 +372,7 @@ struct pow_op_t : pointwise_binary<pow_op> {
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor& y) {
     // d/db a^b = a^b log a, taken as 0 where a <= 0 (as torch does for a == 0)
     tensor pos = a > 0.0;
-    return {b * pow(a, b - 1.0), where(pos, y * log(where(pos, a, ones_like(a))), zeros_like(y))};
+    return {b * pow(a, b - 1.0), where(pos, y * log(where(pos, a, plain_ones_like(a))), plain_zeros_like(y))};
   }
 };
 template <class = void>
@@ -512,12 +512,12 @@ struct where_op_t {
     return out;
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
-    tensor z = zeros_like(g);
+    tensor z = plain_zeros_like(g);
     return {tensor(), sum_to(where(in[0], g, z), in[1]), sum_to(where(in[0], z, g), in[2])};
   }
   static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs&) {
-    tensor ta = t[1].defined() ? t[1] : zeros_like(out);
-    tensor tb = t[2].defined() ? t[2] : zeros_like(out);
+    tensor ta = t[1].defined() ? t[1] : plain_zeros_like(out);
+    tensor tb = t[2].defined() ? t[2] : plain_zeros_like(out);
     return where(in[0], ta, tb);
   }
   static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,

@@ -24,6 +24,8 @@ inline shape_t reduced_shape(const shape_t& s, const dims_t& dims, bool keepdim)
 /// element reduces one contiguous run of m values with r(const T* p, m).
 template <class Types, class R>
 tensor reduce_kernel(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, dtype out_dt, R&& r) {
+  for (auto d : dims)  // dims come normalised from the public functions and the rules
+    if (d < 0 || d >= x.dim()) fail("xf: internal error: reduction dim ", d, " for a tensor of shape ", x.shape());
   shape_t oshape = reduced_shape(x.shape(), dims, keepdim);
   if (x.device() == meta) return backend::meta_like(oshape, out_dt);
   dims_t perm;
@@ -107,6 +109,14 @@ struct sum_op_t {
   }
 };
 
+/// x summed over exactly a.dims (empty: nothing), keeping them when a.keepdim. Rules use it, not
+/// xf::sum: their dims describe the op's actual argument, and under vmap a 0-d example's empty
+/// list must leave the batch dim alone, where xf::sum reads an empty list as "every dim".
+template <int = 0>
+tensor sum_dims(const tensor& x, const reduce_attrs& a) {
+  return call<sum_op>(a, x);
+}
+
 /// amax / amin: the gradient is shared evenly among the elements that attain the extreme.
 template <class D>
 struct extreme_op {
@@ -124,13 +134,13 @@ struct extreme_op {
   }
   static tensor mask(const tensor& x, const tensor& out, const attrs& a) {
     tensor m = (x == unsqueeze_reduced(out, a.dims, a.keepdim)).to(x.dtype());
-    return m / sum(m, a.dims, true);
+    return m / sum_dims(m, {a.dims, true});
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs& a) {
     return {unsqueeze_reduced(g, a.dims, a.keepdim) * mask(in[0], out, a)};
   }
   static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs& a) {
-    return sum(t[0] * mask(in[0], out, a), a.dims, a.keepdim);
+    return sum_dims(t[0] * mask(in[0], out, a), a);
   }
   static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
                        const attrs& a) {
@@ -195,20 +205,22 @@ struct prod_op_t {
       return s;
     });
   }
-  /// prod_{j != i} x_j along the reduced dim, in the input's shape.
-  static tensor others(const tensor& x, std::int64_t dim) {
-    if (x.dim() == 0) return ones_like(x);
+  /// prod_{j != i} x_j along the reduced dim, in the input's shape (ones when a 0-d example
+  /// reduces no dim).
+  static tensor others(const tensor& x, const attrs& a) {
+    if (a.dims.empty()) return plain_ones_like(x);
+    const std::int64_t dim = a.dims[0];
     const std::int64_t n = x.size(dim);
     tensor xd = x.movedim(dim, -1);                    // [..., n]
-    tensor e = eye(n, dtype::boolean);                 // [n, n]
-    tensor xe = where(e, ones({}, x.dtype()), xd.unsqueeze(-2));  // [..., n(i), n(j)]
+    tensor e = plain_eye(n, dtype::boolean, x.device());                 // [n, n]
+    tensor xe = where(e, plain_full({}, 1.0, x.dtype(), x.device()), xd.unsqueeze(-2));  // [..., n(i), n(j)]
     return prod(xe, -1, false).movedim(-1, dim);
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
-    return {unsqueeze_reduced(g, a.dims, a.keepdim) * others(in[0], a.dims.empty() ? 0 : a.dims[0])};
+    return {unsqueeze_reduced(g, a.dims, a.keepdim) * others(in[0], a)};
   }
   static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor&, const attrs& a) {
-    return sum(t[0] * others(in[0], a.dims.empty() ? 0 : a.dims[0]), a.dims, a.keepdim);
+    return sum_dims(t[0] * others(in[0], a), a);
   }
   static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
                        const attrs& a) {
@@ -239,14 +251,14 @@ struct norm_op_t {
   /// d|x|/dx = x / |x|, and 0 where |x| == 0.
   static tensor direction(const tensor& x, const tensor& out, const attrs& a) {
     tensor n = unsqueeze_reduced(out, a.dims, a.keepdim);
-    tensor safe = where(n == 0.0, ones_like(n), n);
+    tensor safe = where(n == 0.0, plain_ones_like(n), n);
     return x / safe;
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs& a) {
     return {unsqueeze_reduced(g, a.dims, a.keepdim) * direction(in[0], out, a)};
   }
   static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs& a) {
-    return sum(t[0] * direction(in[0], out, a), a.dims, a.keepdim);
+    return sum_dims(t[0] * direction(in[0], out, a), a);
   }
   static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
                        const attrs& a) {
@@ -310,7 +322,7 @@ tensor logsumexp(const tensor& t, const dims_t& dims, bool keepdim) {
   const dims_t nd = detail::reduction_dims(t, dims);
   // shift by the (constant) maximum for stability; its derivative cancels exactly
   tensor m = amax(t, nd, true).detach();
-  m = where(abs(m) == std::numeric_limits<double>::infinity(), zeros_like(m), m);
+  m = where(abs(m) == std::numeric_limits<double>::infinity(), detail::plain_zeros_like(m), m);
   tensor r = log(sum(exp(t - m), nd, true)) + m;
   return keepdim ? r : r.reshape(detail::reduced_shape(t.shape(), nd, false));
 }

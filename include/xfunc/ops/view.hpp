@@ -91,6 +91,7 @@ using view_op = view_op_t<>;
 template <class>
 struct view_op_t {
   static constexpr const char* name = "xf::view";
+  static constexpr const char* copy_name = "xf::view_copy";  // NOTE: [Views as copies]
   static constexpr bool is_view = true;
   struct attrs {
     shape_t shape;  // fully inferred (no -1)
@@ -128,6 +129,7 @@ using permute_op = permute_op_t<>;
 template <class>
 struct permute_op_t {
   static constexpr const char* name = "xf::permute";
+  static constexpr const char* copy_name = "xf::permute_copy";  // NOTE: [Views as copies]
   static constexpr bool is_view = true;
   struct attrs {
     dims_t dims;  // a permutation of 0..rank-1
@@ -167,6 +169,7 @@ using expand_op = expand_op_t<>;
 template <class>
 struct expand_op_t {
   static constexpr const char* name = "xf::expand";
+  static constexpr const char* copy_name = "xf::expand_copy";  // NOTE: [Views as copies]
   static constexpr bool is_view = true;
   static constexpr bool view_writable = false;  // expanded elements share memory
   struct attrs {
@@ -214,13 +217,13 @@ tensor pad_slice_grad(const tensor& g, const shape_t& shape, std::int64_t dim, s
   if (start > 0) {
     shape_t s = shape;
     s[du] = start;
-    parts.push_back(zeros(s, g.dtype()));
+    parts.push_back(plain_full(s, 0.0, g.dtype(), g.device()));
   }
   parts.push_back(g);
   if (start + len < shape[du]) {
     shape_t s = shape;
     s[du] = shape[du] - start - len;
-    parts.push_back(zeros(s, g.dtype()));
+    parts.push_back(plain_full(s, 0.0, g.dtype(), g.device()));
   }
   return parts.size() == 1 ? g : cat(parts, dim);
 }
@@ -231,6 +234,7 @@ using narrow_op = narrow_op_t<>;
 template <class>
 struct narrow_op_t {
   static constexpr const char* name = "xf::narrow";
+  static constexpr const char* copy_name = "xf::narrow_copy";  // NOTE: [Views as copies]
   static constexpr bool is_view = true;
   struct attrs {
     std::int64_t dim, start, len;  // normalised
@@ -260,6 +264,7 @@ using select_op = select_op_t<>;
 template <class>
 struct select_op_t {
   static constexpr const char* name = "xf::select";
+  static constexpr const char* copy_name = "xf::select_copy";  // NOTE: [Views as copies]
   static constexpr bool is_view = true;
   struct attrs {
     std::int64_t dim, index;  // normalised
@@ -290,6 +295,7 @@ using diagonal_op = diagonal_op_t<>;
 template <class>
 struct diagonal_op_t {
   static constexpr const char* name = "xf::diagonal";
+  static constexpr const char* copy_name = "xf::diagonal_copy";  // NOTE: [Views as copies]
   static constexpr bool is_view = true;
   struct attrs {
     std::int64_t d1, d2;  // normalised, d1 != d2
@@ -312,8 +318,8 @@ struct diagonal_op_t {
     // block dims back to d1, d2
     const std::int64_t n = in[0].size(a.d1), m = in[0].size(a.d2);
     const std::int64_t L = std::min(n, m);
-    tensor e = eye(n, g.dtype());
-    if (m != n) e = m > n ? cat({e, zeros({n, m - n}, g.dtype())}, 1) : e.narrow(1, 0, m);
+    tensor e = plain_eye(n, g.dtype(), g.device());
+    if (m != n) e = m > n ? cat({e, plain_full({n, m - n}, 0.0, g.dtype(), g.device())}, 1) : e.narrow(1, 0, m);
     tensor block = (L == n ? g.unsqueeze(-1) : g.unsqueeze(-2)) * e;  // [..., n, m]
     const std::int64_t r = block.dim();
     dims_t perm;
@@ -368,6 +374,8 @@ using detach_op = detach_op_t<>;
 template <class>
 struct detach_op_t {
   static constexpr const char* name = "xf::detach";
+  static constexpr const char* copy_name = "xf::detach_copy";  // NOTE: [Views as copies]
+  static constexpr bool is_view = true;
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
     const tensor_impl& s = *in[0].impl();
@@ -378,6 +386,15 @@ struct detach_op_t {
     return {dispatch<detach_op>(in, a), bdims[0]};
   }
 };
+
+template <class Op>
+tensor view_as_copy(std::span<const tensor> in, const typename Op::attrs& a) {
+  auto copy = [a](std::span<const tensor> xs) {
+    const tensor v = Op::kernel(xs, a);
+    return clone_op::kernel(std::span<const tensor>(&v, 1), {});
+  };
+  return tls_trace ? tls_trace->record_kernel(Op::copy_name, in, std::move(copy)) : copy(in);
+}
 
 template <class = void>
 struct to_dtype_op_t;

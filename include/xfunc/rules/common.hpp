@@ -33,7 +33,7 @@ template <int = 0>
 tensor sum_to(const tensor& g, const tensor& like) { return sum_to(g, like.shape(), like.dtype()); }
 
 /// A tangent that may be undefined (zero), as a tensor of `like`'s shape.
-inline tensor or_zeros(const tensor& t, const tensor& like) { return t.defined() ? t : zeros_like(like); }
+inline tensor or_zeros(const tensor& t, const tensor& like) { return t.defined() ? t : plain_zeros_like(like); }
 
 /// v with its batch dim at the front (v unchanged when bdim is no_bdim or 0).
 template <int = 0>

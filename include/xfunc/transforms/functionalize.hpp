@@ -22,6 +22,7 @@ struct functionalize_transform : transform_base<F> {
     layer_guard guard(transform_kind::functionalize);
     const layer_ptr& L = guard.get();
     L->remove_views = mode == xfunc::remove::mutations_and_views;
+    views_as_copies_scope copies(L->remove_views);  // NOTE: [Views as copies]
     std::vector<std::pair<tensor, tensor>> inputs;  // the caller's tensor and its wrapper
     auto wrap = [&](const tensor& t) {
       tensor w = wrap_functional(strip_dead(t), L);

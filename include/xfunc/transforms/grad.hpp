@@ -37,7 +37,7 @@ template <class T>
 T gradients_like(const T& v, const tensor_list& grads, std::size_t& next) {
   return tree_map(v, [&](const tensor& t) {
     const tensor& g = grads[next++];
-    return g.defined() ? g : zeros_like(t);
+    return g.defined() ? g : plain_zeros_like(t);
   });
 }
 
@@ -85,7 +85,7 @@ auto grad_call(const F& f, const std::tuple<Opts...>& opts, const Args&... args)
     tensor_list grads(all.size());
     refresh_view(out);
     if (belongs_to(out, L.get()))
-      grads = run_backward({out.impl()->node}, {ones({}, out.dtype())}, all);
+      grads = run_backward({out.impl()->node}, {plain_full({}, 1.0, out.dtype(), out.device())}, all);
     std::size_t next = 0;
     auto args_tuple = std::tie(args...);
     auto grads_out = [&]<std::size_t... J>(std::index_sequence<J...>) {

@@ -111,7 +111,7 @@ auto jacrev_call(const F& f, const std::tuple<Opts...>& opts, const Args&... arg
         });
       };
       auto rows_fn = [&](const tensor& row) { return pullback(cotangent(row)); };
-      const tensor basis = eye(N, is_floating(dt) ? dt : f32, outs[0].device());
+      const tensor basis = plain_eye(N, is_floating(dt) ? dt : f32, outs[0].device());
       auto grads = [&] {  // std::tuple over selected args; leaves [N, in...]
         if constexpr (jac_options<std::tuple<Opts...>>::chunked) {
           const chunk_size_t c = find_option<is_chunk_size>(opts, chunk_size_t{0});
@@ -173,7 +173,7 @@ auto jacfwd_call(const F& f, const std::tuple<Opts...>& opts, const Args&... arg
         return std::get<1>(xfunc::jvp(g, primals, tangent(col)));
       }
     };
-    const tensor basis = eye(M, is_floating(dt) ? dt : f32, ins.empty() ? cpu : ins[0].device());
+    const tensor basis = plain_eye(M, is_floating(dt) ? dt : f32, ins.empty() ? cpu : ins[0].device());
     // chunk_size (an xfunc extension for jacfwd) maps the basis columns n at a time
     auto chunk = [&] {
       if constexpr (jac_options<std::tuple<Opts...>>::chunked) {

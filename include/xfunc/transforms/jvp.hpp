@@ -36,9 +36,9 @@ auto jvp_call(const F& f, const P& primals_in, const T& tangents_in) {
     refresh_view(t);
     if (belongs_to(t, L.get())) {
       const tensor& tan = t.impl()->tangent;
-      return tan.defined() ? tan : zeros_like(t.impl()->inner);
+      return tan.defined() ? tan : plain_zeros_like(t.impl()->inner);
     }
-    return zeros_like(t);
+    return plain_zeros_like(t);
   });
   if constexpr (Aux) {
     auto aux = tree_map(std::get<1>(result), [&](const tensor& t) { return unwrap_at(t, L.get()); });

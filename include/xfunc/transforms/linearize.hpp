@@ -28,7 +28,7 @@ struct linearized {
     std::size_t k = 0;
     return tree_map(structure, [&](const tensor&) {
       const std::size_t i = k++;
-      return touts[i].defined() ? touts[i] : zeros_like(out_values[i]);
+      return touts[i].defined() ? touts[i] : plain_zeros_like(out_values[i]);
     });
   }
 };
