@@ -438,6 +438,52 @@ void check_compositions(const op_row& r) {
   });
 }
 
+// ---- make_fx -------------------------------------------------------------------------------
+// The op traced by make_fx replays to its eager value, and traced under
+// functionalize(remove::mutations_and_views) leaves no view node (every view is recorded as its
+// copying form, NOTE: [Views as copies]) and no output that shares memory with an input.
+void each_node(const xf::detail::program& p, const std::function<void(const xf::detail::trace_node&)>& f) {
+  for (const auto& n : p.nodes) {
+    f(n);
+    for (const auto& sub : n.subgraphs) each_node(*sub.second, f);
+  }
+}
+
+void same_result(const xf::tensor& got, const xf::tensor& expect) {
+  REQUIRE(got.shape() == expect.shape());
+  REQUIRE(got.dtype() == expect.dtype());
+  if (xf::is_floating(expect.dtype())) CHECK(xf::allclose(got, expect, 1e-12, 1e-14));
+  else CHECK(xf::equal(got, expect));
+}
+
+template <std::size_t N>
+void check_traced_n(const op_row& r) {
+  auto f = [&r](const auto&... xs) { return r.op(tensors{xs...}); };
+  const xf::tensor expect = r.op(r.inputs);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    {
+      INFO("make_fx(op) replays to the eager value");
+      const xf::graph g = xf::make_fx(f)(r.inputs[I]...);
+      const auto out = g(r.inputs[I]...);
+      REQUIRE(out.size() == 1);
+      same_result(out[0], expect);
+    }
+    INFO("make_fx(functionalize(op, remove::mutations_and_views))");
+    const xf::graph g = xf::make_fx(xf::functionalize(f, xf::remove::mutations_and_views))(r.inputs[I]...);
+    INFO(g.str());
+    each_node(xf::detail::graph_access::of(g), [](const xf::detail::trace_node& n) {
+      INFO("node " << n.op);
+      CHECK_FALSE(n.is_view);
+      CHECK(n.op.back() != '_');
+    });
+    const auto out = g(r.inputs[I]...);
+    REQUIRE(out.size() == 1);
+    same_result(out[0], expect);
+    for (const auto& x : r.inputs)
+      if (out[0].impl() != x.impl()) CHECK_FALSE(xf::same_storage(out[0], x));
+  }(std::make_index_sequence<N>{});
+}
+
 }  // namespace
 
 TEST_CASE("op conformance table", "[conformance]") {
@@ -453,6 +499,12 @@ TEST_CASE("op conformance table", "[conformance]") {
       }
     }
     DYNAMIC_SECTION(r.name << ": vmap against a loop") { check_vmap(r); }
+    DYNAMIC_SECTION(r.name << ": make_fx, and make_fx of functionalize without views") {
+      by_arity(r.inputs.size(), [&](auto N) {
+        check_traced_n<decltype(N)::value>(r);
+        return 0;
+      });
+    }
   }
 }
 

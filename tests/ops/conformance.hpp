@@ -8,6 +8,9 @@
 //   compositions vjp∘vjp and jvp∘vjp (gradgradcheck), vmap∘vjp, vmap∘jvp, on the floating
 //                inputs (differentiable rows); jvp∘vmap and vjp∘vmap for every in_dims of the
 //                floating inputs, and jvp∘vmap∘vmap, vjp∘vmap∘vmap, against per-example loops
+//   make_fx      the traced graph replays to the eager value; traced under
+//                functionalize(remove::mutations_and_views) it holds no view node and no
+//                in-place node, and its output shares no memory with an input
 // Adding an op adds a row in the rows_<family>.cpp of its family.
 #include <functional>
 #include <optional>

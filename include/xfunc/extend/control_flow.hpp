@@ -172,12 +172,105 @@ R cond_run(const tensor& pred, const cond_branch<R, Ops...>& true_fn, const cond
     check_same_outputs(a, b, "xf::cond", "true_fn", "false_fn");
     return tree_map2(a, b, [&](const tensor& x, const tensor& y) { return where(p, x, y); });
   }
-  const bool take = physical_value(p).item<bool>();
+  const tensor pv = physical_value(p);
+  const bool take = pv.item<bool>();
+  if (tls_trace) tls_trace->record_guard(pv, take, "xf::cond");  // NOTE: [Tracing control flow]
   R out = take ? true_fn(ops...) : false_fn(ops...);
   R shadow = cond_on_meta<R, Ops...>(take ? false_fn : true_fn, ops...);
   if (take) check_same_outputs(out, shadow, "xf::cond", "true_fn", "false_fn");
   else check_same_outputs(shadow, out, "xf::cond", "true_fn", "false_fn");
   return out;
+}
+
+// NOTE: [Tracing control flow]
+// make_fx records cond and while_loop reached below every transform as one node each, holding
+// their branches (cond) or condition and body (while_loop) as subprograms, so that replay takes
+// the branch and runs the number of steps the replayed values call for. A subprogram is traced
+// on the call's values under a recording of its own whose parent is the enclosing one: a value
+// of an enclosing recording that a branch uses (a closure) becomes an extra input of the
+// subprogram and an argument of the node. Under a transform inside make_fx the rules run the
+// branch or steps their predicates pick, and only those are traced; each choice is then
+// recorded as an `xf::guard` node, and a replay whose values choose differently throws.
+
+/// A subprogram traced from a call's values: the call's result, the program, and the ids (in
+/// the enclosing recording) of the values it lifted as extra inputs after the operands.
+template <class R>
+struct traced_subprogram {
+  R result;
+  std::shared_ptr<const program> prog;
+  std::vector<int> lifted;
+};
+
+/// Runs fn() under a recording of its own (child of `parent`) whose inputs are `operands`.
+template <class R, class Fn>
+traced_subprogram<R> trace_subprogram(trace_state& parent, const std::vector<tensor>& operands, const Fn& fn) {
+  trace_state sub(&parent, "s");
+  for (const auto& t : operands) sub.add_input(t);
+  R result = [&] {
+    trace_scope scope(&sub);
+    return fn();
+  }();
+  for (const auto& t : tree_leaves(result)) sub.prog.outputs.push_back(sub.id_of(strip_dead(t)));
+  std::vector<int> lifted = std::move(sub.lifted);
+  return {std::move(result), std::make_shared<program>(sub.finish()), std::move(lifted)};
+}
+
+/// Fresh copies of the leaves of r (a node's results must be values the recording has not seen)
+/// and r rebuilt from them.
+template <class R>
+std::pair<R, std::vector<tensor>> fresh_results(const R& r) {
+  trace_scope off(nullptr);
+  std::vector<tensor> leaves;
+  R out = tree_map(r, [&](const tensor& t) {
+    leaves.push_back(strip_dead(t).clone());
+    return leaves.back();
+  });
+  return {std::move(out), std::move(leaves)};
+}
+
+/// Runs `sub` on xs[0, n) (the node's own values) followed by xs[from, from + k) (the values the
+/// subprogram lifted).
+inline std::vector<tensor> run_subprogram(const program& sub, std::span<const tensor> own, std::span<const tensor> lifted) {
+  std::vector<tensor> in(own.begin(), own.end());
+  in.insert(in.end(), lifted.begin(), lifted.end());
+  return sub.run(in);
+}
+
+/// cond below every transform while make_fx traces (NOTE: [Tracing control flow]).
+template <class R, class... Ops>
+R cond_traced(trace_state& tr, const tensor& pred, const cond_branch<R, Ops...>& true_fn,
+              const cond_branch<R, Ops...>& false_fn, const Ops&... ops) {
+  const tensor p = predicate(pred, "xf::cond");
+  std::vector<tensor> operands;
+  (tree_for_each(ops, [&](const tensor& t) { operands.push_back(strip_dead(t)); }), ...);
+  auto t = trace_subprogram<R>(tr, operands, [&] { return true_fn(ops...); });
+  auto f = trace_subprogram<R>(tr, operands, [&] { return false_fn(ops...); });
+  check_same_outputs(t.result, f.result, "xf::cond", "true_fn", "false_fn");
+  // the traced call returns what its predicate picks (on meta, either: only shapes count)
+  const bool take = p.device() == meta || p.item<bool>();
+  auto [result, outs] = fresh_results(take ? t.result : f.result);
+  // arguments: the predicate, the operands, then each branch's lifted values
+  std::vector<int> args{tr.id_of(p)};
+  for (const auto& x : operands) args.push_back(tr.id_of(x));
+  args.insert(args.end(), t.lifted.begin(), t.lifted.end());
+  args.insert(args.end(), f.lifted.begin(), f.lifted.end());
+  const std::size_t n = operands.size(), nt = t.lifted.size(), nf = f.lifted.size();
+  auto replay = [pt = t.prog, pf = f.prog, n, nt, nf](std::span<const tensor> xs) {
+    const auto own = xs.subspan(1, n);
+    return xs[0].template item<bool>() ? run_subprogram(*pt, own, xs.subspan(1 + n, nt))
+                              : run_subprogram(*pf, own, xs.subspan(1 + n + nt, nf));
+  };
+  tr.record_multi("xf::cond", std::move(args), std::move(outs), std::move(replay),
+                  {{"true_fn", t.prog}, {"false_fn", f.prog}});
+  return result;
+}
+
+/// The dense implementation: traced as one node while make_fx records (NOTE: [Tracing control flow]).
+template <class R, class... Ops>
+R cond_bottom(const tensor& pred, const cond_branch<R, Ops...>& true_fn, const cond_branch<R, Ops...>& false_fn,
+              const Ops&... ops) {
+  if (trace_state* tr = tls_trace) return cond_traced<R, Ops...>(*tr, pred, true_fn, false_fn, ops...);
+  return cond_run<R, Ops...>(pred, true_fn, false_fn, ops...);
 }
 
 template <class R, class... Ops>
@@ -188,7 +281,7 @@ using cond_op_t = higher_order_op<R(const tensor&, const cond_branch<R, Ops...>&
 template <class R, class... Ops>
 const cond_op_t<R, Ops...>& cond_op() {
   struct registry {
-    cond_op_t<R, Ops...> op{"xf::cond", &cond_run<R, Ops...>};
+    cond_op_t<R, Ops...> op{"xf::cond", &cond_bottom<R, Ops...>};
     registry() {
       // The same rule at every layer: the branch ops handle the layer themselves.
       impl_all(op, [](interpreter&, const tensor& p, const cond_branch<R, Ops...>& t, const cond_branch<R, Ops...>& f,
@@ -314,7 +407,10 @@ C while_run(const std::function<tensor(const C&)>& cond_f, const std::function<C
   for (;;) {
     const tensor p = predicate(cond_f(carry), "xf::while_loop");
     if (!is_batched_anywhere(p)) {
-      if (!physical_value(p).item<bool>()) return carry;
+      const tensor pv = physical_value(p);
+      const bool more = pv.item<bool>();
+      if (tls_trace) tls_trace->record_guard(pv, more, "xf::while_loop");  // NOTE: [Tracing control flow]
+      if (!more) return carry;
       carry = body(carry);
       continue;
     }
@@ -325,6 +421,46 @@ C while_run(const std::function<tensor(const C&)>& cond_f, const std::function<C
   }
 }
 
+/// while_loop below every transform while make_fx traces: one node holding cond_fn and body_fn
+/// as subprograms of the carry (NOTE: [Tracing control flow]).
+template <class C>
+C while_traced(trace_state& tr, const std::function<tensor(const C&)>& cond_f, const std::function<C(const C&)>& body,
+               const C& init) {
+  std::vector<tensor> carry;
+  tree_for_each(init, [&](const tensor& t) { carry.push_back(strip_dead(t)); });
+  auto c = trace_subprogram<tensor>(tr, carry, [&] { return predicate(cond_f(init), "xf::while_loop"); });
+  auto b = trace_subprogram<C>(tr, carry, [&] { return body(init); });
+  check_same_outputs(init, b.result, "xf::while_loop", "the carry", "body_fn");
+  // the values the traced call returns: the loop run on the example values (on meta: the carry)
+  C final = init;
+  if (c.result.device() != meta) {
+    trace_scope off(nullptr);
+    while (predicate(cond_f(final), "xf::while_loop").template item<bool>()) final = body(final);
+  }
+  auto [result, outs] = fresh_results(final);
+  std::vector<int> args;
+  for (const auto& x : carry) args.push_back(tr.id_of(x));
+  args.insert(args.end(), c.lifted.begin(), c.lifted.end());
+  args.insert(args.end(), b.lifted.begin(), b.lifted.end());
+  const std::size_t n = carry.size(), nc = c.lifted.size(), nb = b.lifted.size();
+  auto replay = [pc = c.prog, pb = b.prog, n, nc, nb](std::span<const tensor> xs) {
+    std::vector<tensor> state(xs.begin(), xs.begin() + static_cast<std::ptrdiff_t>(n));
+    while (run_subprogram(*pc, state, xs.subspan(n, nc))[0].template item<bool>())
+      state = run_subprogram(*pb, state, xs.subspan(n + nc, nb));
+    return state;
+  };
+  tr.record_multi("xf::while_loop", std::move(args), std::move(outs), std::move(replay),
+                  {{"cond_fn", c.prog}, {"body_fn", b.prog}});
+  return result;
+}
+
+/// The dense implementation: traced as one node while make_fx records.
+template <class C>
+C while_bottom(const std::function<tensor(const C&)>& cond_f, const std::function<C(const C&)>& body, const C& init) {
+  if (trace_state* tr = tls_trace) return while_traced<C>(*tr, cond_f, body, init);
+  return while_run<C>(cond_f, body, init);
+}
+
 template <class C>
 using while_op_t = higher_order_op<C(const std::function<tensor(const C&)>&, const std::function<C(const C&)>&,
                                      const C&)>;
@@ -332,7 +468,7 @@ using while_op_t = higher_order_op<C(const std::function<tensor(const C&)>&, con
 template <class C>
 const while_op_t<C>& while_op() {
   struct registry {
-    while_op_t<C> op{"xf::while_loop", &while_run<C>};
+    while_op_t<C> op{"xf::while_loop", &while_bottom<C>};
     registry() {
       impl_all(op, [](interpreter&, const std::function<tensor(const C&)>& c, const std::function<C(const C&)>& b,
                       const C& init) { return while_run<C>(c, b, init); });

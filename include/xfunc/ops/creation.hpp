@@ -17,13 +17,18 @@
 namespace xfunc {
 namespace detail {
 
-/// A plain tensor of `shape` filled with v (recorded as one node while make_fx traces).
-inline tensor filled(const shape_t& shape, double v, dtype dt, device dev) {
+/// make(dev), a factory's plain result, recorded as one node named `op` while make_fx traces;
+/// the replay calls make again (on the cpu when the trace is shape-only).
+template <class Make>
+tensor factory_node(const char* op, device dev, Make make) {
+  if (!tls_trace) return make(dev);
+  return tls_trace->record_factory(op, make(dev), [make] { return make(cpu); });
+}
+
+inline tensor fill_now(const shape_t& shape, double v, dtype dt, device dev) {
   for (auto e : shape)
     if (e < 0) fail("xf: negative size ", e, " in shape ", shape);
   tensor t = empty_dense(shape, dt, dev);
-  if (dev == meta && tls_trace)  // traced (make_fx): the replay makes the values
-    return tls_trace->record_factory("xf::full", t, [shape, v, dt] { return filled(shape, v, dt, cpu); });
   if (dev == cpu)
     visit_dtype(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -31,6 +36,11 @@ inline tensor filled(const shape_t& shape, double v, dtype dt, device dev) {
       std::fill(p, p + t.numel(), static_cast<T>(v));
     });
   return t;
+}
+
+/// A plain tensor of `shape` filled with v (one node `op` while make_fx traces).
+inline tensor filled(const shape_t& shape, double v, dtype dt, device dev, const char* op = "xf::full") {
+  return factory_node(op, dev, [shape, v, dt](device d) { return fill_now(shape, v, dt, d); });
 }
 
 // NOTE: [Random numbers]
@@ -65,33 +75,34 @@ tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* nam
   small_list<batch_entry, 4> batched;
   for (auto it = per_example.rbegin(); it != per_example.rend(); ++it) full_shape.insert(0, (*it)->batch_size);
   for (const auto& l : per_example) batched.push_back({&l, l->level.load(std::memory_order_relaxed), 0});
-  tensor t = empty_dense(full_shape, dt, dev);
-  if (dev == meta && tls_trace)
-    t = tls_trace->record_factory(name, t, [full_shape, dt] { return random_tensor<Dist>(full_shape, dt, cpu, ""); });
-  if (dev == cpu) {
-    std::lock_guard<std::mutex> lock(rng().mu);
-    Dist dist;
-    visit_floating(dt, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      T* p = t.impl()->template data<T>();
-      for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(dist(rng().gen));
-    });
-  }
+  tensor t = factory_node(name, dev, [full_shape, dt](device d) {
+    tensor r = empty_dense(full_shape, dt, d);
+    if (d == cpu) {
+      std::lock_guard<std::mutex> lock(rng().mu);
+      Dist dist;
+      visit_floating(dt, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* p = r.impl()->template data<T>();
+        for (std::int64_t i = 0; i < r.numel(); ++i) p[i] = static_cast<T>(dist(rng().gen));
+      });
+    }
+    return r;
+  });
   return lift_created(std::move(t), batched);
 }
 
 inline tensor plain_eye(std::int64_t n, dtype dt, device dev) {
   if (n < 0) fail("xf::eye: n must be non-negative, got ", n);
-  if (dev == meta && tls_trace)
-    return tls_trace->record_factory("xf::eye", empty_dense({n, n}, dt, meta), [n, dt] { return plain_eye(n, dt, cpu); });
-  tensor t = filled({n, n}, 0.0, dt, dev);
-  if (dev == cpu)
-    visit_dtype(dt, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      T* p = t.impl()->template data<T>();
-      for (std::int64_t i = 0; i < n; ++i) p[i * n + i] = T(1);
-    });
-  return t;
+  return factory_node("xf::eye", dev, [n, dt](device d) {
+    tensor t = fill_now({n, n}, 0.0, dt, d);
+    if (d == cpu)
+      visit_dtype(dt, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* p = t.impl()->template data<T>();
+        for (std::int64_t i = 0; i < n; ++i) p[i * n + i] = T(1);
+      });
+    return t;
+  });
 }
 inline tensor plain_full(const shape_t& shape, double v, dtype dt, device dev) { return filled(shape, v, dt, dev); }
 inline tensor plain_zeros_like(const tensor& t) { return filled(t.shape(), 0.0, t.dtype(), t.device()); }
@@ -99,10 +110,10 @@ inline tensor plain_ones_like(const tensor& t) { return filled(t.shape(), 1.0, t
 
 /// A tensor like t filled with v: t's physical shape, batched where t is, lifted to the grad,
 /// jvp and functionalize layers on the stack (NOTE: [Tensors created inside transforms]).
-inline tensor filled_like(const tensor& t, double v) {
+inline tensor filled_like(const tensor& t, double v, const char* op) {
   const tensor s = strip_dead(t);
-  if (s.impl()->is_dense() && current_stack().layers.empty()) return filled(s.shape(), v, s.dtype(), s.device());
-  return lift_created(filled(dense_of(s)->shape, v, s.dtype(), s.device()), batch_entries_of(s));
+  if (s.impl()->is_dense() && current_stack().layers.empty()) return filled(s.shape(), v, s.dtype(), s.device(), op);
+  return lift_created(filled(dense_of(s)->shape, v, s.dtype(), s.device(), op), batch_entries_of(s));
 }
 }  // namespace detail
 
@@ -112,43 +123,47 @@ inline void manual_seed(std::uint64_t seed) {
 }
 
 inline tensor zeros(const shape_t& shape, dtype dt, device dev) {
-  return detail::lift_created(detail::filled(shape, 0.0, dt, dev));
+  return detail::lift_created(detail::filled(shape, 0.0, dt, dev, "xf::zeros"));
 }
 inline tensor ones(const shape_t& shape, dtype dt, device dev) {
-  return detail::lift_created(detail::filled(shape, 1.0, dt, dev));
+  return detail::lift_created(detail::filled(shape, 1.0, dt, dev, "xf::ones"));
 }
 inline tensor empty(const shape_t& shape, dtype dt, device dev) {
-  return detail::lift_created(detail::filled(shape, 0.0, dt, dev));
+  return detail::lift_created(detail::filled(shape, 0.0, dt, dev, "xf::empty"));
 }
 inline tensor full(const shape_t& shape, double value, dtype dt, device dev) {
-  return detail::lift_created(detail::filled(shape, value, dt, dev));
+  return detail::lift_created(detail::filled(shape, value, dt, dev, "xf::full"));
 }
 inline tensor eye(std::int64_t n, dtype dt, device dev) { return detail::lift_created(detail::plain_eye(n, dt, dev)); }
 inline tensor arange(double start, double end, double step, dtype dt, device dev) {
   if (step == 0) detail::fail("xf::arange: step must be nonzero");
   const double span = (end - start) / step;
   const auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil(span)));
-  tensor t = detail::empty_dense({n}, dt, dev);
-  if (dev == cpu)
-    detail::visit_dtype(dt, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      T* p = t.impl()->template data<T>();
-      for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
-    });
-  return detail::lift_created(std::move(t));
+  return detail::lift_created(detail::factory_node("xf::arange", dev, [n, start, step, dt](device d) {
+    tensor t = detail::empty_dense({n}, dt, d);
+    if (d == cpu)
+      detail::visit_dtype(dt, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* p = t.impl()->template data<T>();
+        for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(start + static_cast<double>(i) * step);
+      });
+    return t;
+  }));
 }
 inline tensor arange(std::int64_t end) { return arange(0.0, static_cast<double>(end), 1.0, i64, cpu); }
 inline tensor linspace(double a, double b, std::int64_t n, dtype dt, device dev) {
   if (n < 0) detail::fail("xf::linspace: n must be non-negative, got ", n);
-  tensor t = detail::empty_dense({n}, dt, dev);
-  if (dev == cpu)
-    detail::visit_dtype(dt, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      T* p = t.impl()->template data<T>();
-      for (std::int64_t i = 0; i < n; ++i)
-        p[i] = static_cast<T>(n == 1 ? a : a + (b - a) * static_cast<double>(i) / static_cast<double>(n - 1));
-    });
-  return detail::lift_created(std::move(t));
+  return detail::lift_created(detail::factory_node("xf::linspace", dev, [a, b, n, dt](device d) {
+    tensor t = detail::empty_dense({n}, dt, d);
+    if (d == cpu)
+      detail::visit_dtype(dt, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        T* p = t.impl()->template data<T>();
+        for (std::int64_t i = 0; i < n; ++i)
+          p[i] = static_cast<T>(n == 1 ? a : a + (b - a) * static_cast<double>(i) / static_cast<double>(n - 1));
+      });
+    return t;
+  }));
 }
 inline tensor rand(const shape_t& shape, dtype dt, device dev) {
   return detail::random_tensor<std::uniform_real_distribution<double>>(shape, dt, dev, "xf::rand");
@@ -156,10 +171,10 @@ inline tensor rand(const shape_t& shape, dtype dt, device dev) {
 inline tensor randn(const shape_t& shape, dtype dt, device dev) {
   return detail::random_tensor<std::normal_distribution<double>>(shape, dt, dev, "xf::randn");
 }
-inline tensor zeros_like(const tensor& t) { return detail::filled_like(t, 0.0); }
-inline tensor ones_like(const tensor& t) { return detail::filled_like(t, 1.0); }
-inline tensor empty_like(const tensor& t) { return detail::filled_like(t, 0.0); }
-inline tensor full_like(const tensor& t, double v) { return detail::filled_like(t, v); }
+inline tensor zeros_like(const tensor& t) { return detail::filled_like(t, 0.0, "xf::zeros_like"); }
+inline tensor ones_like(const tensor& t) { return detail::filled_like(t, 1.0, "xf::ones_like"); }
+inline tensor empty_like(const tensor& t) { return detail::filled_like(t, 0.0, "xf::empty_like"); }
+inline tensor full_like(const tensor& t, double v) { return detail::filled_like(t, v, "xf::full_like"); }
 // Drawn as a plain random factory would be (which handles each vmap layer's randomness option),
 // then made like t (batched where t is) by adding t's zeros.
 template <int D>
