@@ -209,8 +209,9 @@ struct custom_op_call final : dyn_call {
   tensor forward_single(std::span<const tensor> in) const override {
     if constexpr (std::is_same_v<R, tensor>) {
       const auto* k = kernel_for(in);
-      if (!k) return def->fake ? std::apply(def->fake, args_t::with(values, in)) : tensor();
-      return std::apply(*k, args_t::with(values, in));
+      auto v = args_t::with(values, in);  // an lvalue, so that a tensor& parameter binds (as in run)
+      if (!k) return def->fake ? std::apply(def->fake, v) : tensor();
+      return std::apply(*k, v);
     } else {
       return {};
     }
