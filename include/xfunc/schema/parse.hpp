@@ -336,6 +336,26 @@ inline constexpr bool schema_text_at = false;
 template <std::size_t Parameter, std::size_t Character, schema_literal TextFromThere>
 inline constexpr bool schema_parameter_at = false;
 
+// The failing static_assert for syntax error E at character C (parameter K, or no_param), with
+// the text from there. Template parameters, not locals, so that every compiler prints their values.
+template <syntax_error E, std::size_t K, std::size_t C, schema_literal Rest>
+constexpr void report_syntax_error() {
+  if constexpr (E == syntax_error::unbalanced) static_assert(schema_text_at<C, Rest>, XFUNC_MSG_SCHEMA_UNBALANCED);
+  else if constexpr (E == syntax_error::op_name) static_assert(schema_text_at<C, Rest>, XFUNC_MSG_SCHEMA_OP_NAME);
+  else if constexpr (E == syntax_error::open_paren) static_assert(schema_text_at<C, Rest>, XFUNC_MSG_SCHEMA_OPEN_PAREN);
+  else if constexpr (E == syntax_error::param_type) static_assert(schema_parameter_at<K, C, Rest>, XFUNC_MSG_SCHEMA_PARAM_TYPE);
+  else if constexpr (E == syntax_error::alias) static_assert(schema_parameter_at<K, C, Rest>, XFUNC_MSG_SCHEMA_ALIAS);
+  else if constexpr (E == syntax_error::param_name) static_assert(schema_parameter_at<K, C, Rest>, XFUNC_MSG_SCHEMA_PARAM_NAME);
+  else if constexpr (E == syntax_error::duplicate_name)
+    static_assert(schema_parameter_at<K, C, Rest>, XFUNC_MSG_SCHEMA_DUPLICATE_NAME);
+  else if constexpr (E == syntax_error::duplicate_alias)
+    static_assert(schema_parameter_at<K, C, Rest>, XFUNC_MSG_SCHEMA_DUPLICATE_ALIAS);
+  else if constexpr (E == syntax_error::separator) static_assert(schema_parameter_at<K, C, Rest>, XFUNC_MSG_SCHEMA_SEPARATOR);
+  else if constexpr (E == syntax_error::arrow) static_assert(schema_text_at<C, Rest>, XFUNC_MSG_SCHEMA_ARROW);
+  else if constexpr (E == syntax_error::return_type) static_assert(schema_text_at<C, Rest>, XFUNC_MSG_SCHEMA_RETURN);
+  else static_assert(schema_text_at<C, Rest>, XFUNC_MSG_SCHEMA_TRAILING);
+}
+
 /// Compile-time check of S's syntax: true when it parses; otherwise a static_assert says what is
 /// wrong (its note says where), and the result is false so that callers stop instantiating.
 template <schema_literal S>
@@ -344,26 +364,7 @@ constexpr bool check_schema_text() {
   if constexpr (p.error == syntax_error::ok) {
     return true;
   } else {
-    constexpr auto rest = text_literal<S, text_span{p.where, S.size() - p.where}, false>();
-    constexpr syntax_error e = p.error;
-    if constexpr (e == syntax_error::unbalanced) static_assert(schema_text_at<p.where, rest>, XFUNC_MSG_SCHEMA_UNBALANCED);
-    else if constexpr (e == syntax_error::op_name) static_assert(schema_text_at<p.where, rest>, XFUNC_MSG_SCHEMA_OP_NAME);
-    else if constexpr (e == syntax_error::open_paren) static_assert(schema_text_at<p.where, rest>, XFUNC_MSG_SCHEMA_OPEN_PAREN);
-    else if constexpr (e == syntax_error::param_type)
-      static_assert(schema_parameter_at<p.param, p.where, rest>, XFUNC_MSG_SCHEMA_PARAM_TYPE);
-    else if constexpr (e == syntax_error::alias)
-      static_assert(schema_parameter_at<p.param, p.where, rest>, XFUNC_MSG_SCHEMA_ALIAS);
-    else if constexpr (e == syntax_error::param_name)
-      static_assert(schema_parameter_at<p.param, p.where, rest>, XFUNC_MSG_SCHEMA_PARAM_NAME);
-    else if constexpr (e == syntax_error::duplicate_name)
-      static_assert(schema_parameter_at<p.param, p.where, rest>, XFUNC_MSG_SCHEMA_DUPLICATE_NAME);
-    else if constexpr (e == syntax_error::duplicate_alias)
-      static_assert(schema_parameter_at<p.param, p.where, rest>, XFUNC_MSG_SCHEMA_DUPLICATE_ALIAS);
-    else if constexpr (e == syntax_error::separator)
-      static_assert(schema_parameter_at<p.param, p.where, rest>, XFUNC_MSG_SCHEMA_SEPARATOR);
-    else if constexpr (e == syntax_error::arrow) static_assert(schema_text_at<p.where, rest>, XFUNC_MSG_SCHEMA_ARROW);
-    else if constexpr (e == syntax_error::return_type) static_assert(schema_text_at<p.where, rest>, XFUNC_MSG_SCHEMA_RETURN);
-    else static_assert(schema_text_at<p.where, rest>, XFUNC_MSG_SCHEMA_TRAILING);
+    report_syntax_error<p.error, p.param, p.where, text_literal<S, text_span{p.where, S.size() - p.where}, false>()>();
     return false;
   }
 }
