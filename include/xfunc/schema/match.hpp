@@ -109,6 +109,21 @@ constexpr void report_param_mismatch() {
 #undef XFUNC_SCHEMA_MISMATCH_AT
 #undef XFUNC_SCHEMA_MISMATCH_REPORT
 
+// The failing static_asserts of the count and return checks; the values are template
+// parameters so that every compiler prints them.
+template <std::size_t K, class P>
+constexpr void report_extra_param() {
+  static_assert(fn_param_not_in_schema<K, P>, XFUNC_MSG_SCHEMA_EXTRA_PARAM);
+}
+template <std::size_t K, schema_literal T>
+constexpr void report_missing_param() {
+  static_assert(schema_param_not_in_fn<K, T>, XFUNC_MSG_SCHEMA_MISSING_PARAM);
+}
+template <schema_literal T, class R>
+constexpr void report_return_mismatch() {
+  static_assert(schema_vs_fn_return<T, R>, XFUNC_MSG_SCHEMA_RETURN_MISMATCH);
+}
+
 /// Compile-time check of xf::custom_op<S>(fn): S parses (check_schema_text), F's signature is
 /// supported (check_signature), and they agree: the same number of parameters, the same type at
 /// each position (Tensor(a!) exactly for tensor&), the same return. True when all hold; otherwise
@@ -126,11 +141,10 @@ constexpr bool check_schema_literal() {
     using args = typename traits::args;
     using ret = typename traits::ret;
     if constexpr (traits::arity > p.arity) {
-      static_assert(fn_param_not_in_schema<p.arity, std::tuple_element_t<p.arity, args>>, XFUNC_MSG_SCHEMA_EXTRA_PARAM);
+      report_extra_param<p.arity, std::tuple_element_t<p.arity, args>>();
       return false;
     } else if constexpr (traits::arity < p.arity) {
-      static_assert(schema_param_not_in_fn<traits::arity, schema_param_type<S, traits::arity>()>,
-                    XFUNC_MSG_SCHEMA_MISSING_PARAM);
+      report_missing_param<traits::arity, schema_param_type<S, traits::arity>()>();
       return false;
     } else {
       constexpr param_mismatch_at m =
@@ -140,7 +154,7 @@ constexpr bool check_schema_literal() {
                               std::tuple_element_t<m.position, args>>();
         return false;
       } else if constexpr (return_type<ret>::kind != p.ret || return_type<ret>::outputs != p.outputs) {
-        static_assert(schema_vs_fn_return<text_literal<S, p.ret_text, true>(), ret>, XFUNC_MSG_SCHEMA_RETURN_MISMATCH);
+        report_return_mismatch<text_literal<S, p.ret_text, true>(), ret>();
         return false;
       } else {
         return true;
