@@ -55,6 +55,49 @@
 #define XFUNC_MSG_CUSTOM_OP_RETURN \
   "xf::custom_op(name, fn): fn must return xf::tensor, std::tuple<xf::tensor, ...>, std::vector<xf::tensor> or void"
 
+// ---- xf::custom_op<"schema">(fn): a written-out schema (schema/parse.hpp, schema/match.hpp) ----
+// A message cannot quote the schema (static_assert takes a literal): the note after it does,
+// giving positions (from 0), the schema text from the fault on, and the types (NOTE: [Schema
+// text notes]). The schema's syntax:
+#define XFUNC_MSG_SCHEMA_UNBALANCED \
+  "xf::custom_op<\"...\">(fn): the schema's parentheses do not balance; the note below gives the position of the unmatched one and the text from there"
+#define XFUNC_MSG_SCHEMA_OP_NAME \
+  "xf::custom_op<\"...\">(fn): the schema must start with the op name, ns::name (two identifiers joined by ::); the note below gives the position of the fault and the text from there"
+#define XFUNC_MSG_SCHEMA_OPEN_PAREN \
+  "xf::custom_op<\"...\">(fn): expected ( after the op name ns::name, then the parameters; the note below gives the position and the text from there"
+#define XFUNC_MSG_SCHEMA_PARAM_TYPE \
+  "xf::custom_op<\"...\">(fn): unknown parameter type in the schema; use Tensor, Tensor(a!), Tensor?, Tensor[], float, int, bool, int[], str, ScalarType, Device, or T? for a non-tensor T; the note below gives the parameter, the character position and the text from there"
+#define XFUNC_MSG_SCHEMA_ALIAS \
+  "xf::custom_op<\"...\">(fn): the only alias annotation is Tensor(a!) (any alias set, then !), on a Tensor that fn writes in place (xf::tensor&); a read-only Tensor(a) is rejected because outputs never alias inputs (write Tensor); the note below gives the parameter, the character position and the text from there"
+#define XFUNC_MSG_SCHEMA_PARAM_NAME \
+  "xf::custom_op<\"...\">(fn): a parameter of the schema has no name; write Type name (the name an identifier); the note below gives the parameter, the character position and the text from there"
+#define XFUNC_MSG_SCHEMA_DUPLICATE_NAME \
+  "xf::custom_op<\"...\">(fn): two parameters of the schema have the same name; rename one; the note below gives the second one's parameter and character position and the text from there"
+#define XFUNC_MSG_SCHEMA_DUPLICATE_ALIAS \
+  "xf::custom_op<\"...\">(fn): two Tensor(x!) parameters of the schema share an alias set; give each its own (Tensor(a!), Tensor(b!), ...); the note below gives the second one's parameter and character position and the text from there"
+#define XFUNC_MSG_SCHEMA_SEPARATOR \
+  "xf::custom_op<\"...\">(fn): expected , or ) after a parameter of the schema (Type name; default values are not part of a schema); the note below gives the parameter, the character position and the text from there"
+#define XFUNC_MSG_SCHEMA_ARROW \
+  "xf::custom_op<\"...\">(fn): expected -> and the return type after the schema's parameters; the note below gives the position and the text from there"
+#define XFUNC_MSG_SCHEMA_RETURN \
+  "xf::custom_op<\"...\">(fn): unknown return type in the schema; use Tensor, (Tensor, ...), Tensor[] or (); the note below gives the position and the text from there"
+#define XFUNC_MSG_SCHEMA_TRAILING \
+  "xf::custom_op<\"...\">(fn): unexpected text after the schema's return type; the note below gives the position and the text from there"
+// The schema against fn's signature. K is the parameter position, stringized like
+// XFUNC_MSG_CUSTOM_OP_PARAM_FLOAT's; the note repeats it with both types.
+#define XFUNC_MSG_SCHEMA_PARAM_TYPE_MISMATCH(K) \
+  "xf::custom_op<\"...\">(fn): parameter " #K " has one type in the schema and another in fn; the note below names both (schema_vs_fn_param<position, schema type, fn's parameter type>); make them agree (API.md §4.1 maps each C++ type to its schema type)"
+#define XFUNC_MSG_SCHEMA_PARAM_READ_ONLY(K) \
+  "xf::custom_op<\"...\">(fn): parameter " #K " is Tensor(a!) (written in place) in the schema but fn takes it read-only (const xf::tensor& or xf::tensor, named in the note below); take xf::tensor& in fn, or write Tensor in the schema"
+#define XFUNC_MSG_SCHEMA_PARAM_NOT_ANNOTATED(K) \
+  "xf::custom_op<\"...\">(fn): parameter " #K " is Tensor in the schema but fn takes xf::tensor& (writes it in place); write Tensor(a!) in the schema, or take const xf::tensor& in fn"
+#define XFUNC_MSG_SCHEMA_EXTRA_PARAM \
+  "xf::custom_op<\"...\">(fn): fn has more parameters than the schema; the note below names fn's first parameter the schema lacks (fn_param_not_in_schema<position, type>); add it to the schema or remove it from fn"
+#define XFUNC_MSG_SCHEMA_MISSING_PARAM \
+  "xf::custom_op<\"...\">(fn): fn has fewer parameters than the schema; the note below names the schema's first parameter fn lacks (schema_param_not_in_fn<position, schema type>); add it to fn or remove it from the schema"
+#define XFUNC_MSG_SCHEMA_RETURN_MISMATCH \
+  "xf::custom_op<\"...\">(fn): the schema's return type and fn's disagree; the note below names both (schema_vs_fn_return<schema return, fn's return type>); Tensor is xf::tensor, (Tensor, ...) std::tuple<xf::tensor, ...>, Tensor[] std::vector<xf::tensor>, () void"
+
 // xf::autograd::function (extend/function.hpp)
 #define XFUNC_MSG_FUNCTION_SETUP_CONTEXT \
   "xf::autograd::function<Derived>::apply: Derived must define static void setup_context(xf::autograd::context&, const std::tuple<Args...>& inputs, const Out& output); add it (it may be empty)"

@@ -11,6 +11,7 @@
 #include <xfunc/core/pytree.hpp>
 #include <xfunc/extend/dynamic_op.hpp>
 #include <xfunc/schema/arg_names.hpp>
+#include <xfunc/schema/match.hpp>
 #include <xfunc/schema/signature.hpp>
 
 namespace xfunc {
@@ -464,6 +465,17 @@ template <class F>
 auto custom_op(const std::string& name, F fn, const arg_names_t& names = {}) {
   if constexpr (detail::schema::check_signature<F>()) {
     return detail::make_custom_op(name, std::move(fn), names.names);
+  }
+}
+
+/// custom_op<"ns::name(Type name, ...) -> Ret">(fn): the same with the schema written out. It is
+/// parsed and checked against fn's signature at compile time (types, count, Tensor(a!) exactly
+/// where fn takes xf::tensor&, return); the op's name and argument names come from it.
+template <schema_literal Schema, class F>
+auto custom_op(F fn) {
+  if constexpr (detail::schema::check_schema_literal<Schema, F>()) {
+    return detail::make_custom_op(detail::schema::schema_op_name<Schema>(), std::move(fn),
+                                  detail::schema::schema_arg_names<Schema>());
   }
 }
 

@@ -156,6 +156,15 @@ constexpr std::size_t tensor_slots([[maybe_unused]] const std::remove_cvref_t<P>
 
 // ---- return types --------------------------------------------------------------------------
 
+/// Kind of a return type (the schema's "-> ..." part).
+enum class return_kind : std::uint8_t {
+  tensor,        // xf::tensor: Tensor
+  tensor_tuple,  // std::tuple<xf::tensor, ...>: (Tensor, ...)
+  tensor_list,   // std::vector<xf::tensor>: Tensor[]
+  none,          // void: ()
+};
+
+// For a supported R: ok, its kind, the number of outputs for a tuple, and its schema name.
 template <class R>
 struct return_type {
   static constexpr bool ok = false;
@@ -163,22 +172,30 @@ struct return_type {
 template <>
 struct return_type<xfunc::tensor> {
   static constexpr bool ok = true;
+  static constexpr return_kind kind = return_kind::tensor;
+  static constexpr std::size_t outputs = 1;
   static std::string name() { return "Tensor"; }
 };
 template <>
 struct return_type<std::vector<xfunc::tensor>> {
   static constexpr bool ok = true;
+  static constexpr return_kind kind = return_kind::tensor_list;
+  static constexpr std::size_t outputs = 1;  // one list
   static std::string name() { return "Tensor[]"; }
 };
 template <>
 struct return_type<void> {
   static constexpr bool ok = true;
+  static constexpr return_kind kind = return_kind::none;
+  static constexpr std::size_t outputs = 0;
   static std::string name() { return "()"; }
 };
 template <class... T>
   requires(sizeof...(T) > 0 && (std::is_same_v<T, xfunc::tensor> && ...))
 struct return_type<std::tuple<T...>> {
   static constexpr bool ok = true;
+  static constexpr return_kind kind = return_kind::tensor_tuple;
+  static constexpr std::size_t outputs = sizeof...(T);
   static std::string name() {
     std::string s = "(";
     for (std::size_t i = 0; i < sizeof...(T); ++i) s += i ? ", Tensor" : "Tensor";

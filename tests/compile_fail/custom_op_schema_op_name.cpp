@@ -1,0 +1,14 @@
+// Compile-fail check: built with -DXFUNC_CF_FAIL it must fail with the message below;
+// built without it (the corrected twin) it must compile.
+// expect: xf::custom_op<"...">.fn.: the schema must start with the op name, ns::name.*schema_text_at<5, xfunc::schema_literal<21>.".Tensor x. -> Tensor".>
+#include <xfunc/xfunc.hpp>
+namespace xf = xfunc;
+int main() {
+  // no namespace: scale instead of mylib::scale
+#ifdef XFUNC_CF_FAIL
+  xf::custom_op<"scale(Tensor x) -> Tensor">([](const xf::tensor& x) { return x * 2.0; });
+#else
+  xf::custom_op<"mylib::scale(Tensor x) -> Tensor">([](const xf::tensor& x) { return x * 2.0; });
+#endif
+  return 0;
+}
