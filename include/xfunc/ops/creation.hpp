@@ -13,12 +13,11 @@
 namespace xfunc {
 namespace detail {
 
-inline tensor filled(const shape_t& shape, double v, dtype dt, device dev) {
-  for (auto e : shape)
-    if (e < 0) fail("xf: negative size ", e, " in shape ", shape);
-  tensor t = empty_dense(shape, dt, dev);
+/// A tensor of `shape` filled with v; `fn` (the factory) names the call in errors.
+inline tensor filled(const shape_t& shape, double v, dtype dt, device dev, const char* fn) {
+  tensor t = empty_dense(shape, dt, dev, fn);  // checks the shape (NOTE: [Checked shape arithmetic])
   if (dev == meta && tls_trace)  // traced (make_fx): the replay makes the values
-    return tls_trace->record_factory("xf::full", t, [shape, v, dt] { return filled(shape, v, dt, cpu); });
+    return tls_trace->record_factory("xf::full", t, [shape, v, dt] { return filled(shape, v, dt, cpu, "xf::full"); });
   if (dev == cpu)
     visit_dtype(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -57,7 +56,7 @@ tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* nam
   }
   shape_t full_shape = shape;
   for (auto it = per_example.rbegin(); it != per_example.rend(); ++it) full_shape.insert(0, (*it)->batch_size);
-  tensor t = empty_dense(full_shape, dt, dev);
+  tensor t = empty_dense(full_shape, dt, dev, name);
   if (dev == meta && tls_trace)
     t = tls_trace->record_factory(name, t, [full_shape, dt] { return random_tensor<Dist>(full_shape, dt, cpu, ""); });
   if (dev == cpu) {
@@ -79,18 +78,24 @@ inline void manual_seed(std::uint64_t seed) {
   detail::rng().gen.seed(seed);
 }
 
-inline tensor zeros(const shape_t& shape, dtype dt, device dev) { return detail::filled(shape, 0.0, dt, dev); }
-inline tensor ones(const shape_t& shape, dtype dt, device dev) { return detail::filled(shape, 1.0, dt, dev); }
-inline tensor empty(const shape_t& shape, dtype dt, device dev) { return detail::filled(shape, 0.0, dt, dev); }
+inline tensor zeros(const shape_t& shape, dtype dt, device dev) {
+  return detail::filled(shape, 0.0, dt, dev, "xf::zeros");
+}
+inline tensor ones(const shape_t& shape, dtype dt, device dev) {
+  return detail::filled(shape, 1.0, dt, dev, "xf::ones");
+}
+inline tensor empty(const shape_t& shape, dtype dt, device dev) {
+  return detail::filled(shape, 0.0, dt, dev, "xf::empty");
+}
 inline tensor full(const shape_t& shape, double value, dtype dt, device dev) {
-  return detail::filled(shape, value, dt, dev);
+  return detail::filled(shape, value, dt, dev, "xf::full");
 }
 inline tensor eye(std::int64_t n, dtype dt, device dev) {
-  if (n < 0) detail::fail("xf::eye: n must be non-negative, got ", n);
+  // [n, n]: a negative n, or n * n elements that do not fit, throws ("shape")
   if (dev == meta && detail::tls_trace)
-    return detail::tls_trace->record_factory("xf::eye", detail::empty_dense({n, n}, dt, meta),
+    return detail::tls_trace->record_factory("xf::eye", detail::empty_dense({n, n}, dt, meta, "xf::eye"),
                                              [n, dt] { return eye(n, dt, cpu); });
-  tensor t = zeros({n, n}, dt, dev);
+  tensor t = detail::filled({n, n}, 0.0, dt, dev, "xf::eye");
   if (dev == cpu)
     detail::visit_dtype(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -101,9 +106,16 @@ inline tensor eye(std::int64_t n, dtype dt, device dev) {
 }
 inline tensor arange(double start, double end, double step, dtype dt, device dev) {
   if (step == 0) detail::fail("xf::arange: step must be nonzero");
-  const double span = (end - start) / step;
-  const auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil(span)));
-  tensor t = detail::empty_dense({n}, dt, dev);
+  // the length ceil((end - start) / step) must be a finite count that fits in int64_t (a
+  // double-to-integer conversion out of range would be undefined behaviour)
+  const double len = std::ceil((end - start) / step);
+  if (!(len < 9223372036854775808.0))  // 2^63; also NaN
+    detail::fail("xf::arange: shape [", len, "] (the length ceil((end - start) / step) for start ", start, ", end ",
+                 end, ", step ", step, ") ",
+                 std::isnan(len) ? "is not a number; start, end and step must be finite"
+                                 : "has more elements than int64_t can hold; use a smaller range or a larger step");
+  const auto n = static_cast<std::int64_t>(std::max(0.0, len));
+  tensor t = detail::empty_dense({n}, dt, dev, "xf::arange");
   if (dev == cpu)
     detail::visit_dtype(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -114,8 +126,7 @@ inline tensor arange(double start, double end, double step, dtype dt, device dev
 }
 inline tensor arange(std::int64_t end) { return arange(0.0, static_cast<double>(end), 1.0, i64, cpu); }
 inline tensor linspace(double a, double b, std::int64_t n, dtype dt, device dev) {
-  if (n < 0) detail::fail("xf::linspace: n must be non-negative, got ", n);
-  tensor t = detail::empty_dense({n}, dt, dev);
+  tensor t = detail::empty_dense({n}, dt, dev, "xf::linspace");  // a negative n throws ("shape")
   if (dev == cpu)
     detail::visit_dtype(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -131,11 +142,24 @@ inline tensor rand(const shape_t& shape, dtype dt, device dev) {
 inline tensor randn(const shape_t& shape, dtype dt, device dev) {
   return detail::random_tensor<std::normal_distribution<double>>(shape, dt, dev, "xf::randn");
 }
-inline tensor zeros_like(const tensor& t) { return zeros(t.shape(), t.dtype(), t.device()); }
-inline tensor ones_like(const tensor& t) { return ones(t.shape(), t.dtype(), t.device()); }
-inline tensor empty_like(const tensor& t) { return empty(t.shape(), t.dtype(), t.device()); }
-inline tensor full_like(const tensor& t, double v) { return full(t.shape(), v, t.dtype(), t.device()); }
-inline tensor rand_like(const tensor& t) { return rand(t.shape(), t.dtype(), t.device()); }
-inline tensor randn_like(const tensor& t) { return randn(t.shape(), t.dtype(), t.device()); }
+inline tensor zeros_like(const tensor& t) {
+  return detail::filled(t.shape(), 0.0, t.dtype(), t.device(), "xf::zeros_like");
+}
+inline tensor ones_like(const tensor& t) {
+  return detail::filled(t.shape(), 1.0, t.dtype(), t.device(), "xf::ones_like");
+}
+inline tensor empty_like(const tensor& t) {
+  return detail::filled(t.shape(), 0.0, t.dtype(), t.device(), "xf::empty_like");
+}
+inline tensor full_like(const tensor& t, double v) {
+  return detail::filled(t.shape(), v, t.dtype(), t.device(), "xf::full_like");
+}
+inline tensor rand_like(const tensor& t) {
+  return detail::random_tensor<std::uniform_real_distribution<double>>(t.shape(), t.dtype(), t.device(),
+                                                                      "xf::rand_like");
+}
+inline tensor randn_like(const tensor& t) {
+  return detail::random_tensor<std::normal_distribution<double>>(t.shape(), t.dtype(), t.device(), "xf::randn_like");
+}
 
 }  // namespace xfunc
