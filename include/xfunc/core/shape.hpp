@@ -108,12 +108,15 @@ namespace detail {
 // Extents are int64_t, and so are a tensor's element count, its size in bytes and its
 // contiguous strides: all four must fit (API.md §1), and an op whose result shape would not
 // throws xf::error ("shape") naming the op and the shape. Every product or sum of extents in
-// xfunc goes through the helpers below, never a plain `*` or `+` (which would overflow silently,
-// undefined behaviour): mul_fits / add_fits for single steps, try_numel / checked_numel for
-// element counts, check_shape for a whole tensor shape (count, bytes and strides in one pass; the
-// path every new tensor takes, in make_dense_impl). On the common path each extent costs one
-// multiplication with an overflow flag and no allocation; messages (with the exact, unbounded
-// count, for which exact_count does decimal arithmetic) are built only on the failure path.
+// xfunc that could exceed int64_t goes through the helpers below, never a plain `*` or `+`
+// (which would overflow silently, undefined behaviour): mul_fits / add_fits for single steps,
+// try_numel / checked_numel for element counts, check_shape for a whole tensor shape (count,
+// bytes and strides in one pass; the path every new tensor takes, in make_dense_impl). Plain
+// products remain only for partial counts and offsets of a tensor with elements whose shape
+// already passed check_shape (they cannot exceed its count). On the common path each extent
+// costs one multiplication with an overflow flag and no allocation; messages (with the exact,
+// unbounded count, for which exact_count does decimal arithmetic) are built only on the failure
+// path.
 // A shape with a zero extent has 0 elements however large its other extents, but its
 // contiguous strides must still fit (as in torch).
 
