@@ -49,10 +49,11 @@ void for_each_offset(const shape_t& shape, const shape_t& strides, std::int64_t 
 
 inline bool is_contiguous_layout(const shape_t& shape, const shape_t& strides) {
   std::int64_t expected = 1;
+  bool unrepresentable = false;  // the next expected stride does not fit in int64_t (0-element views)
   for (std::size_t i = shape.size(); i-- > 0;) {
     if (shape[i] == 1) continue;
-    if (strides[i] != expected) return false;
-    expected *= shape[i];
+    if (unrepresentable || strides[i] != expected) return false;
+    unrepresentable = !mul_fits(expected, shape[i], expected);  // NOTE: [Checked shape arithmetic]
   }
   return true;
 }
@@ -107,7 +108,8 @@ inline const tensor& materialized(const tensor& t, const shape_t& shape, dtype d
   return scratch;
 }
 
-inline tensor meta_like(const shape_t& s, dtype d) { return empty_dense(s, d, meta); }
+/// A meta tensor of shape s; `fn` names the op if the shape is invalid.
+inline tensor meta_like(const shape_t& s, dtype d, const char* fn = "xf") { return empty_dense(s, d, meta, fn); }
 
 /// Elementwise unary op: out[i] = f(x[i]) computed in dtype `compute`, stored as `out_dt`.
 /// `f` maps an xtensor expression to an xtensor expression.
@@ -128,12 +130,13 @@ tensor unary(const tensor& x, dtype compute, dtype out_dt, F&& f) {
   return out;
 }
 
-/// Elementwise binary op with NumPy broadcasting.
+/// Elementwise binary op with NumPy broadcasting; `fn` names the op when the broadcast shape is
+/// invalid (its element count or bytes do not fit: NOTE: [Checked shape arithmetic]).
 template <class Types, class F>
-tensor binary(const tensor& a, const tensor& b, dtype compute, dtype out_dt, F&& f) {
+tensor binary(const tensor& a, const tensor& b, dtype compute, dtype out_dt, F&& f, const char* fn) {
   shape_t shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape());
-  if (a.device() == meta || b.device() == meta) return meta_like(shape, out_dt);
-  tensor out = empty_dense(shape, out_dt);
+  if (a.device() == meta || b.device() == meta) return meta_like(shape, out_dt, fn);
+  tensor out = empty_dense(shape, out_dt, cpu, fn);
   Types::visit(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
     auto o = [&] {

@@ -1,9 +1,11 @@
 #pragma once
 // xf::shape_t: a small inline vector of int64_t extents (no heap allocation per tensor).
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <ostream>
+#include <sstream>
 #include <vector>
 
 #include <xfunc/core/error.hpp>
@@ -101,18 +103,199 @@ class shape_t {
 using dims_t = std::vector<std::int64_t>;
 
 namespace detail {
-inline std::int64_t numel_of(const shape_t& s) {
-  std::int64_t n = 1;
-  for (auto e : s) n *= e;
+
+// NOTE: [Checked shape arithmetic]
+// Extents are int64_t, and so are a tensor's element count, its size in bytes and its
+// contiguous strides: all four must fit (API.md §1), and an op whose result shape would not
+// throws xf::error ("shape") naming the op and the shape. Every product or sum of extents in
+// xfunc that could exceed int64_t goes through the helpers below, never a plain `*` or `+`
+// (which would overflow silently, undefined behaviour): mul_fits / add_fits for single steps,
+// try_numel / checked_numel for element counts, check_shape for a whole tensor shape (count,
+// bytes and strides in one pass; the path every new tensor takes, in make_dense_impl). Plain
+// products remain only for partial counts and offsets of a tensor with elements whose shape
+// already passed check_shape (they cannot exceed its count). On the common path each extent
+// costs one multiplication with an overflow flag and no allocation; messages (with the exact,
+// unbounded count, for which exact_count does decimal arithmetic) are built only on the failure
+// path.
+// A shape with a zero extent has 0 elements however large its other extents, but its
+// contiguous strides must still fit (as in torch).
+
+/// r = a * b; false (r unspecified) when the product does not fit in int64_t.
+[[nodiscard]] inline bool mul_fits(std::int64_t a, std::int64_t b, std::int64_t& r) noexcept {
+  return !__builtin_mul_overflow(a, b, &r);
+}
+/// r = a + b; false (r unspecified) when the sum does not fit in int64_t.
+[[nodiscard]] inline bool add_fits(std::int64_t a, std::int64_t b, std::int64_t& r) noexcept {
+  return !__builtin_add_overflow(a, b, &r);
+}
+
+/// An unbounded non-negative integer (decimal limbs), for the exact counts in error messages.
+class exact_count {
+ public:
+  explicit exact_count(std::uint64_t v = 0) {
+    do {
+      d_.push_back(static_cast<std::uint32_t>(v % base));
+      v /= base;
+    } while (v);
+  }
+  exact_count& operator*=(const exact_count& o) {
+    std::vector<std::uint32_t> r(d_.size() + o.d_.size(), 0);
+    for (std::size_t i = 0; i < d_.size(); ++i) {
+      std::uint64_t carry = 0;
+      for (std::size_t j = 0; j < o.d_.size() || carry; ++j) {
+        const std::uint64_t cur =
+            r[i + j] + carry + (j < o.d_.size() ? std::uint64_t{d_[i]} * o.d_[j] : 0);  // < 2^64
+        r[i + j] = static_cast<std::uint32_t>(cur % base);
+        carry = cur / base;
+      }
+    }
+    d_ = std::move(r);
+    trim();
+    return *this;
+  }
+  exact_count& operator+=(const exact_count& o) {
+    std::uint64_t carry = 0;
+    for (std::size_t i = 0; i < std::max(d_.size(), o.d_.size()) || carry; ++i) {
+      if (i == d_.size()) d_.push_back(0);
+      const std::uint64_t cur = d_[i] + carry + (i < o.d_.size() ? o.d_[i] : 0);
+      d_[i] = static_cast<std::uint32_t>(cur % base);
+      carry = cur / base;
+    }
+    return *this;
+  }
+  /// Whether the value is at most `limit`.
+  bool at_most(std::uint64_t limit) const {
+    if (d_.size() > 3) return false;
+    std::uint64_t v = 0;
+    for (std::size_t i = d_.size(); i-- > 0;) {
+      if (v > (limit - d_[i]) / base) return false;  // v * base + d_[i] > limit
+      v = v * base + d_[i];
+    }
+    return v <= limit;
+  }
+  friend std::ostream& operator<<(std::ostream& os, const exact_count& c) {
+    os << c.d_.back();
+    for (std::size_t i = c.d_.size() - 1; i-- > 0;) {
+      const std::uint32_t limb = c.d_[i];
+      for (std::uint32_t p = base / 10; p > 1 && limb < p; p /= 10) os << '0';
+      os << limb;
+    }
+    return os;
+  }
+
+ private:
+  static constexpr std::uint32_t base = 1000000000;
+  void trim() {
+    while (d_.size() > 1 && d_.back() == 0) d_.pop_back();
+  }
+  std::vector<std::uint32_t> d_;  // little-endian base-1e9 digits, never empty
+};
+
+/// The exact product of the extents of `s` (from dimension `from` on; 0 when one of them is 0).
+inline exact_count exact_numel(const shape_t& s, std::size_t from = 0) {
+  exact_count n(1);
+  for (std::size_t i = from; i < s.size(); ++i) n *= exact_count(static_cast<std::uint64_t>(s[i]));
   return n;
 }
-inline shape_t contiguous_strides(const shape_t& s) {
-  shape_t st(s.size());
-  std::int64_t acc = 1;
-  for (std::size_t i = s.size(); i-- > 0;) {
-    st[i] = acc;
-    acc *= std::max<std::int64_t>(s[i], 1);
+
+inline constexpr std::uint64_t max_extent_product = static_cast<std::uint64_t>(INT64_MAX);
+/// The largest byte size a buffer may have: it must fit in both int64_t and std::size_t.
+inline constexpr std::uint64_t max_byte_size =
+    std::min<std::uint64_t>(static_cast<std::uint64_t>(INT64_MAX), static_cast<std::uint64_t>(SIZE_MAX));
+
+/// Throws the xf::error ("shape") for a shape that failed a check: names `fn` and the shape
+/// (`what`, if given, says which shape it is) and says what is wrong: a negative extent, an
+/// element count, contiguous strides (when `layout`) or a byte size (when `itemsize` > 0) that
+/// do not fit in int64_t. NOTE: [Checked shape arithmetic]
+[[noreturn, gnu::cold, gnu::noinline]] inline void fail_shape(const char* fn, const shape_t& s, const char* what,
+                                                            std::size_t itemsize, bool layout) {
+  std::ostringstream os;
+  os << fn << ": shape " << s;
+  if (what) os << " (" << what << ")";
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (s[i] < 0)
+      fail(os.str(), " has a negative extent (", s[i], " in dimension ", i, "); every extent must be >= 0");
+  const exact_count n = exact_numel(s);
+  if (!n.at_most(max_extent_product))
+    fail(os.str(), " has ", n, " elements, more than int64_t can hold (at most ", INT64_MAX,
+         "); a tensor's element count and byte size must fit in int64_t");
+  if (layout) {
+    exact_count stride(1);  // the contiguous stride of dimension i: product of the extents after it
+    for (std::size_t i = s.size(); i-- > 0;) {
+      if (!stride.at_most(max_extent_product))
+        fail(os.str(), " has ", n, " elements, but its contiguous strides do not fit in int64_t (dimension ", i,
+             " would need a stride of ", stride, ", more than ", INT64_MAX, ")");
+      stride *= exact_count(static_cast<std::uint64_t>(std::max<std::int64_t>(s[i], 1)));
+    }
   }
+  if (itemsize > 0) {
+    exact_count bytes = n;
+    bytes *= exact_count(itemsize);
+    if (!bytes.at_most(max_byte_size))
+      fail(os.str(), " with ", itemsize, "-byte elements needs ", bytes, " bytes, more than ",
+           max_byte_size == max_extent_product ? "int64_t" : "std::size_t", " can hold (at most ", max_byte_size,
+           "); use fewer elements or a smaller dtype");
+  }
+  fail(os.str(), " failed a size check");  // not reached: the caller saw one of the above
+}
+
+/// n = the element count of `s` (0 when an extent is 0, however large the others); false when
+/// an extent is negative or the count does not fit in int64_t. NOTE: [Checked shape arithmetic]
+[[nodiscard]] inline bool try_numel(const shape_t& s, std::int64_t& n) noexcept {
+  std::int64_t acc = 1;  // product of max(extent, 1): the count unless an extent is 0
+  bool negative = false, zero = false, overflow = false;
+  for (auto e : s) {
+    negative |= e < 0;
+    zero |= e == 0;
+    overflow |= !mul_fits(acc, e > 1 ? e : 1, acc);
+  }
+  n = zero ? 0 : acc;
+  return !negative && (zero || !overflow);
+}
+
+/// The element count of `s`; throws ("shape") naming `fn` when an extent is negative or the
+/// count does not fit in int64_t. `what` (optional) says which shape `s` is in the message.
+inline std::int64_t checked_numel(const shape_t& s, const char* fn, const char* what = nullptr) {
+  std::int64_t n;
+  if (!try_numel(s, n)) [[unlikely]]
+    fail_shape(fn, s, what, 0, false);
+  return n;
+}
+
+/// Checks `s` as the shape of a tensor of `itemsize`-byte elements (0: no byte-size check):
+/// no negative extent, and element count, byte size and contiguous strides that fit in int64_t
+/// (and the bytes in std::size_t). Returns the element count; writes the contiguous strides to
+/// `*strides` when given. Throws ("shape") naming `fn`. NOTE: [Checked shape arithmetic]
+inline std::int64_t check_shape(const shape_t& s, const char* fn, std::size_t itemsize = 0,
+                                shape_t* strides = nullptr) {
+  const std::size_t r = s.size();
+  if (strides) strides->resize(r);
+  std::int64_t acc = 1;  // product of max(extent, 1) over the dims after i: the stride of dim i
+  bool negative = false, zero = false, stride_overflow = false, count_overflow = false;
+  for (std::size_t i = r; i-- > 0;) {
+    const std::int64_t e = s[i];
+    if (strides) (*strides)[i] = acc;
+    negative |= e < 0;
+    zero |= e == 0;
+    const bool o = !mul_fits(acc, e > 1 ? e : 1, acc);
+    stride_overflow |= o && i > 0;  // the product is the stride of dim i - 1
+    count_overflow |= o;
+  }
+  const std::int64_t n = zero ? 0 : acc;
+  std::int64_t bytes = 0;
+  if (negative || stride_overflow || (count_overflow && !zero) ||
+      (itemsize > 0 && (!mul_fits(n, static_cast<std::int64_t>(itemsize), bytes) ||
+                        static_cast<std::uint64_t>(bytes) > max_byte_size))) [[unlikely]]
+    fail_shape(fn, s, nullptr, itemsize, true);
+  return n;
+}
+
+/// The element count of a shape (checked; the shapes of existing tensors always pass).
+inline std::int64_t numel_of(const shape_t& s) { return checked_numel(s, "xf"); }
+/// Row-major strides of a contiguous tensor of shape `s` (checked).
+inline shape_t contiguous_strides(const shape_t& s) {
+  shape_t st;
+  check_shape(s, "xf", 0, &st);
   return st;
 }
 /// Normalises a possibly negative dim against `rank` (dims of a rank-r tensor are [-r, r)).

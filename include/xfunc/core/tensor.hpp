@@ -110,12 +110,17 @@ class large_buffer_cache {
 /// A contiguous buffer (64-byte aligned on the heap). Tiny buffers live inline (no second
 /// allocation); see NOTE: [Buffer allocation].
 struct storage {
+  /// `nbytes` of memory on the cpu; throws ("out of memory", with the bytes and the device) when
+  /// the allocator has none.
   explicit storage(std::size_t nbytes) : nbytes(nbytes) {
     if (nbytes <= sizeof(small)) {
       data = small;
     } else {
-      data = large_buffer_cache::instance().get(rounded());
-      if (!data) fail("xf: out of memory allocating ", nbytes, " bytes");
+      // rounded() must not wrap (only possible where std::size_t is narrower than int64_t)
+      data = nbytes <= SIZE_MAX - 63 ? large_buffer_cache::instance().get(rounded()) : nullptr;
+      if (!data) [[unlikely]]
+        fail("xf: out of memory allocating ", nbytes, " bytes on ", xfunc::cpu,
+             " (the allocator returned no memory); use smaller tensors or free some first");
     }
   }
   ~storage() {
@@ -317,22 +322,25 @@ struct tensor_impl {
   }
 };
 
-inline std::shared_ptr<tensor_impl> make_dense_impl(const shape_t& s, dtype dt, device dev) {
+/// A fresh contiguous dense impl. Every new tensor comes through here, so its shape is checked
+/// here (NOTE: [Checked shape arithmetic]); `fn` names the op in the message ("shape").
+inline std::shared_ptr<tensor_impl> make_dense_impl(const shape_t& s, dtype dt, device dev, const char* fn = "xf") {
+  if (dev.kind == device_kind::cuda)
+    fail("xf: the cuda device is not available in this build (CPU and meta only); use xf::cpu");
   auto impl = make_pooled<tensor_impl>();
   impl->dt = dt;
   impl->dev = dev;
   impl->shape = s;
-  impl->strides = contiguous_strides(s);
-  if (dev.kind == device_kind::cuda)
-    fail("xf: the cuda device is not available in this build (CPU and meta only); use xf::cpu");
+  // one pass: the strides, the element count, and the checks that count, bytes and strides fit
+  const std::int64_t n = check_shape(s, fn, dtype_size(dt), &impl->strides);
   if (dev.kind == device_kind::cpu)
-    impl->store = make_pooled<storage>(static_cast<std::size_t>(numel_of(s)) * dtype_size(dt));
+    impl->store = make_pooled<storage>(static_cast<std::size_t>(n) * dtype_size(dt));
   return impl;
 }
 
-/// A fresh contiguous dense tensor (uninitialised data).
-inline tensor empty_dense(const shape_t& s, dtype dt, device dev = cpu) {
-  return tensor(make_dense_impl(s, dt, dev));
+/// A fresh contiguous dense tensor (uninitialised data); `fn` names the op if the shape is invalid.
+inline tensor empty_dense(const shape_t& s, dtype dt, device dev = cpu, const char* fn = "xf") {
+  return tensor(make_dense_impl(s, dt, dev, fn));
 }
 
 template <class T, class L>
@@ -357,7 +365,7 @@ tensor tensor_from_list(const L& l) {
   using E = std::conditional_t<std::is_same_v<T, bool>, bool,
                                std::conditional_t<std::is_same_v<T, float>, float,
                                                   std::conditional_t<std::is_floating_point_v<T>, double, std::int64_t>>>;
-  tensor t = empty_dense(shp, dtype_of<T>());
+  tensor t = empty_dense(shp, dtype_of<T>(), cpu, "xf::tensor");
   E* p = t.impl()->template data<E>();
   for (std::size_t i = 0; i < vals.size(); ++i) p[i] = static_cast<E>(vals[i]);
   return t;

@@ -58,7 +58,7 @@ tensor from_xtensor(const xt::xexpression<E>& expr) {
   using V = typename E::value_type;
   xt::xarray<V> a = expr.derived_cast();
   shape_t s(a.shape().begin(), a.shape().end());
-  tensor t = detail::empty_dense(s, dtype_of<V>());
+  tensor t = detail::empty_dense(s, dtype_of<V>(), cpu, "xf::from_xtensor");
   detail::visit_dtype(t.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     std::copy(a.begin(), a.end(), t.impl()->template data<T>());

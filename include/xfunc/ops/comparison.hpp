@@ -12,7 +12,7 @@ struct comparison_op {
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
     const dtype c = arithmetic_dtype(in[0].dtype(), in[1].dtype());
-    return backend::binary<backend::compare_types>(in[0], in[1], c, dtype::boolean, D::fn);
+    return backend::binary<backend::compare_types>(in[0], in[1], c, dtype::boolean, D::fn, D::name);
   }
   static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
                        const attrs& a) {

@@ -25,10 +25,9 @@ tensor factory_node(const char* op, device dev, Make make) {
   return tls_trace->record_factory(op, make(dev), [make] { return make(cpu); });
 }
 
-inline tensor fill_now(const shape_t& shape, double v, dtype dt, device dev) {
-  for (auto e : shape)
-    if (e < 0) fail("xf: negative size ", e, " in shape ", shape);
-  tensor t = empty_dense(shape, dt, dev);
+/// A plain tensor of `shape` filled with v; `fn` (the factory) names the call in errors.
+inline tensor fill_now(const shape_t& shape, double v, dtype dt, device dev, const char* fn) {
+  tensor t = empty_dense(shape, dt, dev, fn);  // checks the shape (NOTE: [Checked shape arithmetic])
   if (dev == cpu)
     visit_dtype(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -38,9 +37,9 @@ inline tensor fill_now(const shape_t& shape, double v, dtype dt, device dev) {
   return t;
 }
 
-/// A plain tensor of `shape` filled with v (one node `op` while make_fx traces).
-inline tensor filled(const shape_t& shape, double v, dtype dt, device dev, const char* op = "xf::full") {
-  return factory_node(op, dev, [shape, v, dt](device d) { return fill_now(shape, v, dt, d); });
+/// fill_now as one node named `fn` while make_fx traces.
+inline tensor filled(const shape_t& shape, double v, dtype dt, device dev, const char* fn = "xf::full") {
+  return factory_node(fn, dev, [shape, v, dt, fn](device d) { return fill_now(shape, v, dt, d, fn); });
 }
 
 // NOTE: [Random numbers]
@@ -75,8 +74,8 @@ tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* nam
   small_list<batch_entry, 4> batched;
   for (auto it = per_example.rbegin(); it != per_example.rend(); ++it) full_shape.insert(0, (*it)->batch_size);
   for (const auto& l : per_example) batched.push_back({&l, l->level.load(std::memory_order_relaxed), 0});
-  tensor t = factory_node(name, dev, [full_shape, dt](device d) {
-    tensor r = empty_dense(full_shape, dt, d);
+  tensor t = factory_node(name, dev, [full_shape, dt, name](device d) {
+    tensor r = empty_dense(full_shape, dt, d, name);
     if (d == cpu) {
       std::lock_guard<std::mutex> lock(rng().mu);
       Dist dist;
@@ -92,9 +91,9 @@ tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* nam
 }
 
 inline tensor plain_eye(std::int64_t n, dtype dt, device dev) {
-  if (n < 0) fail("xf::eye: n must be non-negative, got ", n);
+  // [n, n]: a negative n, or n * n elements that do not fit, throws ("shape")
   return factory_node("xf::eye", dev, [n, dt](device d) {
-    tensor t = fill_now({n, n}, 0.0, dt, d);
+    tensor t = fill_now({n, n}, 0.0, dt, d, "xf::eye");
     if (d == cpu)
       visit_dtype(dt, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -137,10 +136,17 @@ inline tensor full(const shape_t& shape, double value, dtype dt, device dev) {
 inline tensor eye(std::int64_t n, dtype dt, device dev) { return detail::lift_created(detail::plain_eye(n, dt, dev)); }
 inline tensor arange(double start, double end, double step, dtype dt, device dev) {
   if (step == 0) detail::fail("xf::arange: step must be nonzero");
-  const double span = (end - start) / step;
-  const auto n = static_cast<std::int64_t>(std::max(0.0, std::ceil(span)));
+  // the length ceil((end - start) / step) must be a finite count that fits in int64_t (a
+  // double-to-integer conversion out of range would be undefined behaviour)
+  const double len = std::ceil((end - start) / step);
+  if (!(len < 9223372036854775808.0))  // 2^63; also NaN
+    detail::fail("xf::arange: shape [", len, "] (the length ceil((end - start) / step) for start ", start, ", end ",
+                 end, ", step ", step, ") ",
+                 std::isnan(len) ? "is not a number; start, end and step must be finite"
+                                 : "has more elements than int64_t can hold; use a smaller range or a larger step");
+  const auto n = static_cast<std::int64_t>(std::max(0.0, len));
   return detail::lift_created(detail::factory_node("xf::arange", dev, [n, start, step, dt](device d) {
-    tensor t = detail::empty_dense({n}, dt, d);
+    tensor t = detail::empty_dense({n}, dt, d, "xf::arange");
     if (d == cpu)
       detail::visit_dtype(dt, [&](auto tag) {
         using T = typename decltype(tag)::type;
@@ -152,9 +158,8 @@ inline tensor arange(double start, double end, double step, dtype dt, device dev
 }
 inline tensor arange(std::int64_t end) { return arange(0.0, static_cast<double>(end), 1.0, i64, cpu); }
 inline tensor linspace(double a, double b, std::int64_t n, dtype dt, device dev) {
-  if (n < 0) detail::fail("xf::linspace: n must be non-negative, got ", n);
   return detail::lift_created(detail::factory_node("xf::linspace", dev, [a, b, n, dt](device d) {
-    tensor t = detail::empty_dense({n}, dt, d);
+    tensor t = detail::empty_dense({n}, dt, d, "xf::linspace");  // a negative n throws ("shape")
     if (d == cpu)
       detail::visit_dtype(dt, [&](auto tag) {
         using T = typename decltype(tag)::type;

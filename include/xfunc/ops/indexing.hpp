@@ -146,7 +146,8 @@ struct index_select_op_t {
     const tensor &t = in[0], &index = in[1];
     shape_t s = t.shape();
     if (!s.empty()) s[static_cast<std::size_t>(a.dim)] = index.numel();
-    if (t.device() == meta || index.device() == meta) return backend::meta_like(s, t.dtype());
+    check_shape(s, name, dtype_size(t.dtype()));  // NOTE: [Checked shape arithmetic]
+    if (t.device() == meta || index.device() == meta) return backend::meta_like(s, t.dtype(), name);
     // as a gather with the index broadcast along every other dim
     shape_t ishape(s.size(), 1);
     if (!s.empty()) ishape[static_cast<std::size_t>(a.dim)] = index.numel();

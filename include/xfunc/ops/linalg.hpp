@@ -59,9 +59,13 @@ struct bmm_op_t {
     const std::int64_t P = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
     dtype dt = promote(a.dtype(), b.dtype());
     if (dt == dtype::boolean) dt = dtype::int64;
-    if (a.device() == meta || b.device() == meta) return backend::meta_like({P, n, m}, dt);
-    if (n == 0 || m == 0 || k == 0) return plain_full({P, n, m}, 0.0, dt, cpu);
-    tensor out = empty_dense({P, n, m}, dt);  // every element is written by the GEMM (beta = 0)
+    if (a.device() == meta || b.device() == meta) return backend::meta_like({P, n, m}, dt, name);
+    // every element is written by the GEMM (beta = 0), or zeroed here when there is nothing to sum
+    tensor out = empty_dense({P, n, m}, dt, cpu, name);
+    if (n == 0 || m == 0 || k == 0 || P == 0) {
+      std::memset(out.impl()->store->data, 0, out.impl()->store->nbytes);
+      return out;
+    }
     backend::numeric_types::visit(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       auto prepare = [&](const tensor& x, std::int64_t r, std::int64_t c, bool& tr, std::int64_t& ld) {
@@ -102,79 +106,100 @@ struct bmm_op_t {
   static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
                        const attrs&) {
     tensor a = bdim_to_front(in[0], bdims[0]), b = bdim_to_front(in[1], bdims[1]);
-    if (bdims[0] != no_bdim && bdims[1] != no_bdim) {
-      const std::int64_t P = a.size(1);
-      tensor r = bmm3(a.reshape({B * P, a.size(2), a.size(3)}), b.reshape({B * P, b.size(2), b.size(3)}));
-      return {r.view({B, P, a.size(2), b.size(3)}), 0};
-    }
-    if (bdims[0] != no_bdim) {  // a [B, P, n, k], b [P, k, m]
+    // The folded extents B * n and B * m are checked products (NOTE: [Checked shape
+    // arithmetic]); they can fail to fit only when the operands have no elements, and then the
+    // batch joins the bmm batch instead (the unbatched operand expanded: nothing to copy).
+    if (bdims[0] != no_bdim && bdims[1] == no_bdim) {  // a [B, P, n, k], b [P, k, m]
       const std::int64_t P = a.size(1), n = a.size(2), k = a.size(3);
-      tensor r = bmm3(a.permute({1, 0, 2, 3}).reshape({P, B * n, k}), b);  // [P, B*n, m]
-      return {r.view({P, B, n, b.size(2)}), 1};
+      std::int64_t Bn;
+      if (mul_fits(B, n, Bn)) {
+        tensor r = bmm3(a.permute({1, 0, 2, 3}).reshape({P, Bn, k}), b);  // [P, B*n, m]
+        return {r.view({P, B, n, b.size(2)}), 1};
+      }
+      b = b.unsqueeze(0).expand({B, P, k, b.size(2)});
+    } else if (bdims[0] == no_bdim) {  // a [P, n, k], b [B, P, k, m]
+      const std::int64_t P = b.size(1), k = b.size(2), m = b.size(3);
+      std::int64_t Bm;
+      if (mul_fits(B, m, Bm)) {
+        tensor r = bmm3(a, b.permute({1, 2, 0, 3}).reshape({P, k, Bm}));  // [P, n, B*m]
+        return {r.view({P, a.size(1), B, m}), 2};
+      }
+      a = a.unsqueeze(0).expand({B, P, a.size(1), k});
     }
-    // a [P, n, k], b [B, P, k, m]
-    const std::int64_t P = b.size(1), k = b.size(2), m = b.size(3);
-    tensor r = bmm3(a, b.permute({1, 2, 0, 3}).reshape({P, k, B * m}));  // [P, n, B*m]
-    return {r.view({P, a.size(1), B, m}), 2};
+    // both batched: a [B, P, n, k], b [B, P, k, m]
+    const std::int64_t P = a.size(1), BP = checked_numel({B, P}, name, "the vmap and bmm batch sizes");
+    tensor r = bmm3(a.reshape({BP, a.size(2), a.size(3)}), b.reshape({BP, b.size(2), b.size(3)}));
+    return {r.view({B, P, a.size(2), b.size(3)}), 0};
   }
 };
 }  // namespace detail
 
-template <int D>
-tensor matmul(const tensor& a, const tensor& b) {
+namespace detail {
+/// matmul, for matmul and the named products (`fn` names the call in errors).
+template <int = 0>
+tensor matmul_as(const tensor& a, const tensor& b, const char* fn) {
   if (a.dim() == 0 || b.dim() == 0)
-    detail::fail("xf::matmul: both arguments need at least one dimension (got ", a.dim(), " and ", b.dim(),
-                 "); use mul for scalars");
+    fail(fn, ": both arguments need at least one dimension (got ", a.dim(), " and ", b.dim(), "); use mul for scalars");
   tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
   tensor b2 = b.dim() == 1 ? b.unsqueeze(-1) : b;
   const std::int64_t n = a2.size(-2), k = a2.size(-1), k2 = b2.size(-2), m = b2.size(-1);
-  if (k != k2)
-    detail::fail("xf::matmul: shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", k, " != ", k2, ")");
+  if (k != k2) fail(fn, ": shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", k, " != ", k2, ")");
   shape_t ba(a2.shape().begin(), a2.shape().end() - 2), bb(b2.shape().begin(), b2.shape().end() - 2);
-  shape_t batch = detail::broadcast_shapes(ba, bb);
-  const std::int64_t P = detail::numel_of(batch);
-  auto as3 = [&](const tensor& x, std::int64_t r, std::int64_t c) {
-    shape_t full = batch;
-    full.push_back(r);
-    full.push_back(c);
-    return x.expand(full).reshape({P, r, c});
-  };
-  tensor c = detail::bmm_op::bmm3(as3(a2, n, k), as3(b2, k, m));
+  shape_t batch = broadcast_shapes(ba, bb);
+  // The result and both operands broadcast to the batch must have counts and bytes that fit
+  // (NOTE: [Checked shape arithmetic]); checked here so that the error names this call.
+  const dtype dt = promote(a.dtype(), b.dtype()) == dtype::boolean ? dtype::int64 : promote(a.dtype(), b.dtype());
   shape_t out = batch;
   if (a.dim() > 1) out.push_back(n);
   if (b.dim() > 1) out.push_back(m);
+  check_shape(out, fn, dtype_size(dt));
+  auto full = [&](std::int64_t r, std::int64_t c, std::size_t itemsize) {
+    shape_t f = batch;
+    f.push_back(r);
+    f.push_back(c);
+    check_shape(f, fn, itemsize);
+    return f;
+  };
+  const shape_t fa = full(n, k, dtype_size(a.dtype())), fb = full(k, m, dtype_size(b.dtype()));
+  const std::int64_t P = checked_numel(batch, fn);
+  tensor c = bmm_op::bmm3(a2.expand(fa).reshape({P, n, k}), b2.expand(fb).reshape({P, k, m}));
   return c.reshape(out);
 }
+}  // namespace detail
+
+template <int D>
+tensor matmul(const tensor& a, const tensor& b) { return detail::matmul_as(a, b, "xf::matmul"); }
 template <int D>
 tensor dot(const tensor& a, const tensor& b) {
   if (a.dim() != 1 || b.dim() != 1)
     detail::fail("xf::dot: expects two 1-d tensors, got shapes ", a.shape(), " and ", b.shape());
-  return matmul(a, b);
+  return detail::matmul_as(a, b, "xf::dot");
 }
 template <int D>
 tensor outer(const tensor& a, const tensor& b) {
   if (a.dim() != 1 || b.dim() != 1)
     detail::fail("xf::outer: expects two 1-d tensors, got shapes ", a.shape(), " and ", b.shape());
+  detail::check_shape({a.size(0), b.size(0)}, "xf::outer", dtype_size(promote(a.dtype(), b.dtype())));
   return a.unsqueeze(1) * b.unsqueeze(0);
 }
 template <int D>
 tensor mm(const tensor& a, const tensor& b) {
   if (a.dim() != 2 || b.dim() != 2)
     detail::fail("xf::mm: expects two 2-d tensors, got shapes ", a.shape(), " and ", b.shape());
-  return matmul(a, b);
+  return detail::matmul_as(a, b, "xf::mm");
 }
 template <int D>
 tensor mv(const tensor& a, const tensor& b) {
   if (a.dim() != 2 || b.dim() != 1)
     detail::fail("xf::mv: expects a 2-d and a 1-d tensor, got shapes ", a.shape(), " and ", b.shape());
-  return matmul(a, b);
+  return detail::matmul_as(a, b, "xf::mv");
 }
 template <int D>
 tensor bmm(const tensor& a, const tensor& b) {
   if (a.dim() != 3 || b.dim() != 3 || a.size(0) != b.size(0))
     detail::fail("xf::bmm: expects two 3-d tensors with the same batch size, got shapes ", a.shape(), " and ",
                  b.shape());
-  return matmul(a, b);
+  return detail::matmul_as(a, b, "xf::bmm");
 }
 
 }  // namespace xfunc

@@ -26,6 +26,11 @@ tensor mse_loss(const tensor& a, const tensor& b) { return mean(square(a - b)); 
 /// x · wᵀ + b (b may be undefined: no bias).
 template <int D>
 tensor linear(const tensor& x, const tensor& w, const tensor& b) {
+  if (x.dim() >= 1 && w.dim() == 2) {  // the result [..., out] must fit (NOTE: [Checked shape arithmetic])
+    shape_t out = x.shape();
+    out[out.size() - 1] = w.size(0);
+    detail::check_shape(out, "xf::linear", dtype_size(promote(x.dtype(), w.dtype())));
+  }
   tensor y = matmul(x, w.t());
   return b.defined() ? y + b : y;
 }

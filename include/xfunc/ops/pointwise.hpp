@@ -259,7 +259,7 @@ struct pointwise_binary {
     const dtype c = D::compute_dtype(in[0].dtype(), in[1].dtype());
     if constexpr (!D::types::bool_out)
       if (tensor r = backend::defer_binary<D>(in[0], in[1], c); r.defined()) return r;
-    return backend::binary<typename D::types>(in[0], in[1], c, c, D::fn);
+    return backend::binary<typename D::types>(in[0], in[1], c, c, D::fn, D::name);
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs&,
                          std::span<const bool> need) {
@@ -497,10 +497,11 @@ struct where_op_t {
     const tensor &c = in[0], &a = in[1], &b = in[2];
     const dtype dt = promote(a.dtype(), b.dtype());
     shape_t shape = broadcast_shapes(broadcast_shapes(c.shape(), a.shape()), b.shape());
-    if (c.device() == meta || a.device() == meta || b.device() == meta) return backend::meta_like(shape, dt);
+    if (c.device() == meta || a.device() == meta || b.device() == meta) return backend::meta_like(shape, dt, name);
+    check_shape(shape, name, dtype_size(dt));  // before the operands are broadcast to it
     tensor cc = backend::materialize(c, shape, dtype::boolean);
     tensor ac = backend::materialize(a, shape, dt), bc = backend::materialize(b, shape, dt);
-    tensor out = empty_dense(shape, dt);
+    tensor out = empty_dense(shape, dt, cpu, name);
     visit_dtype(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const bool* c = cc.impl()->template data<bool>();

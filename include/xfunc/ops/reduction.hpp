@@ -20,30 +20,43 @@ inline shape_t reduced_shape(const shape_t& s, const dims_t& dims, bool keepdim)
   return out;
 }
 
+/// The extents of the `dims` (normalised) of s.
+inline shape_t extents_of(const shape_t& s, const dims_t& dims) {
+  shape_t out;
+  for (auto d : dims) out.push_back(s[static_cast<std::size_t>(d)]);
+  return out;
+}
+
+/// The number of elements each result of reducing `dims` of a tensor of shape s combines;
+/// throws ("shape") naming `fn` when it does not fit in int64_t (possible only when s has 0
+/// elements: NOTE: [Checked shape arithmetic]).
+inline std::int64_t reduced_count(const shape_t& s, const dims_t& dims, const char* fn) {
+  return checked_numel(extents_of(s, dims), fn, "the reduced dimensions");
+}
+
 /// Reduces `dims` of x: kept dims are moved first and reduced dims last, so that each output
-/// element reduces one contiguous run of m values with r(const T* p, m).
+/// element reduces one contiguous run of m values with r(const T* p, m). `fn` names the op.
 template <class Types, class R>
-tensor reduce_kernel(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, dtype out_dt, R&& r) {
+tensor reduce_kernel(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, dtype out_dt, const char* fn,
+                     R&& r) {
   for (auto d : dims)  // dims come normalised from the public functions and the rules
     if (d < 0 || d >= x.dim()) fail("xf: internal error: reduction dim ", d, " for a tensor of shape ", x.shape());
   shape_t oshape = reduced_shape(x.shape(), dims, keepdim);
-  if (x.device() == meta) return backend::meta_like(oshape, out_dt);
+  const std::int64_t m = reduced_count(x.shape(), dims, fn);
+  if (x.device() == meta) return backend::meta_like(oshape, out_dt, fn);
   dims_t perm;
-  std::int64_t m = 1;
   for (std::int64_t i = 0; i < x.dim(); ++i)
     if (std::find(dims.begin(), dims.end(), i) == dims.end()) perm.push_back(i);
-  for (auto d : dims) {
-    perm.push_back(d);
-    m *= x.shape()[static_cast<std::size_t>(d)];
-  }
+  for (auto d : dims) perm.push_back(d);
   const tensor_impl& s = *x.impl();
   shape_t ps, pst;
   for (auto d : perm) {
     ps.push_back(s.shape[static_cast<std::size_t>(d)]);
     pst.push_back(s.strides[static_cast<std::size_t>(d)]);
   }
-  tensor xc = empty_dense(ps, compute);
-  tensor out = empty_dense(oshape, out_dt);
+  // with no elements there is nothing to gather (and ps need not have contiguous strides that fit)
+  tensor xc = empty_dense(x.numel() == 0 ? shape_t{0} : ps, compute, cpu, fn);
+  tensor out = empty_dense(oshape, out_dt, cpu, fn);
   const std::int64_t k = numel_of(oshape);
   Types::visit(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -89,7 +102,8 @@ struct sum_op_t {
   using attrs = reduce_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : dtype::int64;
-    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, [](const auto* p, std::int64_t m) {
+    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, name,
+                                                 [](const auto* p, std::int64_t m) {
       using T = std::remove_cvref_t<decltype(*p)>;
       using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
       Acc s = 0;
@@ -125,7 +139,8 @@ struct extreme_op {
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     if (in[0].numel() == 0) fail(D::name, ": cannot reduce an empty tensor");
     const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, [](const auto* p, std::int64_t m) {
+    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, D::name,
+                                                 [](const auto* p, std::int64_t m) {
       auto best = p[0];
       for (std::int64_t i = 1; i < m; ++i)
         if (D::better(p[i], best) || p[i] != p[i]) best = p[i];  // NaN propagates
@@ -174,7 +189,7 @@ struct argmax_op_t {
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     if (in[0].numel() == 0) fail("xf::argmax: cannot reduce an empty tensor");
     const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dtype::int64,
+    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dtype::int64, name,
                                               [](const auto* p, std::int64_t m) {
                                                 std::int64_t best = 0;
                                                 for (std::int64_t i = 1; i < m; ++i)
@@ -199,7 +214,8 @@ struct prod_op_t {
   using attrs = reduce_attrs;  // one dim
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : dtype::int64;
-    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, [](const auto* p, std::int64_t m) {
+    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, name,
+                                                 [](const auto* p, std::int64_t m) {
       std::remove_cvref_t<decltype(*p)> s = 1;
       for (std::int64_t i = 0; i < m; ++i) s *= p[i];
       return s;
@@ -242,7 +258,8 @@ struct norm_op_t {
   using attrs = reduce_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const dtype dt = promote_with_double(in[0].dtype());
-    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, [](const auto* p, std::int64_t m) {
+    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, name,
+                                                 [](const auto* p, std::int64_t m) {
       double s = 0;
       for (std::int64_t i = 0; i < m; ++i) s += static_cast<double>(p[i]) * static_cast<double>(p[i]);
       return std::sqrt(s);
@@ -280,11 +297,6 @@ inline dims_t reduction_dims(const tensor& t, const dims_t& dims) {
   return normalize_dims(dims, t.dim());
 }
 
-inline std::int64_t reduced_count(const tensor& t, const dims_t& nd) {
-  std::int64_t n = 1;
-  for (auto d : nd) n *= t.shape()[static_cast<std::size_t>(d)];
-  return n;
-}
 }  // namespace detail
 
 template <int D>
@@ -296,8 +308,9 @@ tensor sum(const tensor& t) { return sum(t, {}, false); }
 template <int D>
 tensor mean(const tensor& t, const dims_t& dims, bool keepdim) {
   const dims_t nd = detail::reduction_dims(t, dims);
+  const std::int64_t n = detail::reduced_count(t.shape(), nd, "xf::mean");
   tensor s = detail::call<detail::sum_op>({nd, keepdim}, is_floating(t.dtype()) ? t : t.to(f32));
-  return s / static_cast<double>(detail::reduced_count(t, nd));
+  return s / static_cast<double>(n);
 }
 template <int D>
 tensor mean(const tensor& t) { return mean(t, {}, false); }
@@ -329,7 +342,7 @@ tensor logsumexp(const tensor& t, const dims_t& dims, bool keepdim) {
 template <int D>
 tensor var(const tensor& t, const dims_t& dims, std::int64_t correction, bool keepdim) {
   const dims_t nd = detail::reduction_dims(t, dims);
-  const double n = static_cast<double>(detail::reduced_count(t, nd));
+  const double n = static_cast<double>(detail::reduced_count(t.shape(), nd, "xf::var"));
   tensor centered = t - mean(t, nd, true);
   return sum(square(centered), nd, keepdim) / std::max(n - static_cast<double>(correction), 0.0);
 }

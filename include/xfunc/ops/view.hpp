@@ -32,26 +32,33 @@ inline tensor alias_of(const tensor& t, const shape_t& shape, const shape_t& str
   return tensor(std::move(impl));
 }
 
-/// Replaces one -1 entry by the size that keeps numel; checks the sizes multiply out.
+/// Replaces one -1 entry by the size that keeps numel; checks the sizes multiply out, with
+/// checked arithmetic (NOTE: [Checked shape arithmetic]): a product that does not fit in int64_t
+/// throws ("shape") rather than wrapping around to a plausible count.
 inline shape_t infer_shape(shape_t s, std::int64_t numel, const char* op) {
-  std::int64_t known = 1;
   int infer = -1;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (s[i] == -1) {
       if (infer >= 0) fail(op, ": only one dimension can be -1, got shape ", s);
       infer = static_cast<int>(i);
     } else if (s[i] < 0) {
-      fail(op, ": invalid size ", s[i], " in shape ", s);
-    } else {
-      known *= s[i];
+      fail(op, ": invalid size ", s[i], " in shape ", s, " (a negative extent; only one -1 is allowed)");
     }
   }
-  if (infer >= 0) {
-    if (known == 0 || numel % known != 0) fail(op, ": shape ", s, " is invalid for a tensor of ", numel, " elements");
-    s[static_cast<std::size_t>(infer)] = numel / known;
-  } else if (known != numel) {
-    fail(op, ": shape ", s, " is invalid for a tensor of ", numel, " elements");
+  if (infer < 0) {
+    // the count of s must fit (and, for 0 elements, its contiguous strides)
+    if (check_shape(s, op) != numel) fail(op, ": shape ", s, " is invalid for a tensor of ", numel, " elements");
+    return s;
   }
+  shape_t rest = s;
+  rest[static_cast<std::size_t>(infer)] = 1;
+  std::int64_t known;
+  if (!try_numel(rest, known)) [[unlikely]]
+    fail(op, ": shape ", s, " is invalid for a tensor of ", numel, " elements: its extents other than -1 multiply to ",
+         exact_numel(rest), ", more than int64_t can hold");
+  if (known == 0 || numel % known != 0) fail(op, ": shape ", s, " is invalid for a tensor of ", numel, " elements");
+  s[static_cast<std::size_t>(infer)] = numel / known;
+  if (numel == 0) check_shape(s, op);  // 0 elements: the contiguous strides must still fit
   return s;
 }
 
@@ -67,10 +74,15 @@ inline bool view_strides(const shape_t& os, const shape_t& ost, const shape_t& n
   std::int64_t chunk = ost.back(), tensor_numel = 1, view_numel = 1;
   for (std::int64_t td = static_cast<std::int64_t>(os.size()) - 1; td >= 0; --td) {
     auto tdu = static_cast<std::size_t>(td);
-    tensor_numel *= os[tdu];
-    if (td == 0 || (os[tdu - 1] != 1 && ost[tdu - 1] != tensor_numel * chunk)) {
+    tensor_numel *= os[tdu];  // a partial count of a tensor with elements: fits
+    // a block of dims ends where the next stride is not the block's span (a span that does not
+    // fit in int64_t cannot be a stride: NOTE: [Checked shape arithmetic])
+    std::int64_t span = 0;
+    if (td == 0 || (os[tdu - 1] != 1 && (!mul_fits(tensor_numel, chunk, span) || ost[tdu - 1] != span))) {
       while (view_d >= 0 && (view_numel < tensor_numel || ns[static_cast<std::size_t>(view_d)] == 1)) {
-        nst[static_cast<std::size_t>(view_d)] = view_numel * chunk;
+        // fits (it is below the block's last offset), except perhaps for a size-1 dim of the new
+        // shape (view_numel == tensor_numel there), whose stride is never used
+        (void)mul_fits(view_numel, chunk, nst[static_cast<std::size_t>(view_d)]);
         view_numel *= ns[static_cast<std::size_t>(view_d)];
         --view_d;
       }
@@ -177,6 +189,8 @@ struct expand_op_t {
   };
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor_impl& s = *in[0].impl();
+    // no allocation, but the view's element count and bytes must fit (NOTE: [Checked shape arithmetic])
+    check_shape(a.shape, name, dtype_size(s.dt));
     if (a.shape.size() < s.shape.size())
       fail("xf: expand(", a.shape, "): the target has fewer dimensions than the input ", s.shape);
     const std::size_t lead = a.shape.size() - s.shape.size();
@@ -309,8 +323,13 @@ struct diagonal_op_t {
         shape.push_back(s.shape[i]);
         st.push_back(s.strides[i]);
       }
-    shape.push_back(std::min(s.shape[u1], s.shape[u2]));
-    st.push_back(s.strides[u1] + s.strides[u2]);
+    const std::int64_t len = std::min(s.shape[u1], s.shape[u2]);
+    shape.push_back(len);
+    // the sum fits unless the diagonal has at most one element, where the stride is never used
+    std::int64_t dst = 1;
+    if (!add_fits(s.strides[u1], s.strides[u2], dst) && len > 1) [[unlikely]]
+      fail("xf::diagonal: the diagonal stride of a tensor of shape ", s.shape, " does not fit in int64_t");
+    st.push_back(dst);
     return alias_of(in[0], shape, st, s.offset);
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
@@ -349,8 +368,8 @@ struct clone_op_t {
   static constexpr const char* name = "xf::clone";
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
-    if (in[0].device() == meta) return backend::meta_like(in[0].shape(), in[0].dtype());
-    tensor out = empty_dense(in[0].shape(), in[0].dtype());
+    if (in[0].device() == meta) return backend::meta_like(in[0].shape(), in[0].dtype(), name);
+    tensor out = empty_dense(in[0].shape(), in[0].dtype(), cpu, name);
     visit_dtype(in[0].dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
       backend::gather_into<T>(*in[0].impl(), in[0].shape(), in[0].impl()->strides, out.impl()->template data<T>());
@@ -444,12 +463,14 @@ struct cat_op_t {
         if (d != du && s[d] != shape[d])
           fail("xf::cat: sizes must match except in dimension ", a.dim, "; tensor ", i, " has shape ", s,
                " but tensor 0 has ", in[0].shape());
-      if (i) shape[du] += s[du];
+      if (i && !add_fits(shape[du], s[du], shape[du])) [[unlikely]]
+        fail_cat_extent(in, du);
       dt = promote(dt, in[i].dtype());
       is_meta = is_meta || in[i].device() == meta;
     }
-    if (is_meta) return backend::meta_like(shape, dt);
-    tensor out = empty_dense(shape, dt);
+    if (is_meta) return backend::meta_like(shape, dt, name);
+    tensor out = empty_dense(shape, dt, cpu, name);
+    if (out.numel() == 0) return out;  // (and the products below are partial counts that fit)
     std::int64_t outer = 1, inner = 1;
     for (std::size_t d = 0; d < du; ++d) outer *= shape[d];
     for (std::size_t d = du + 1; d < shape.size(); ++d) inner *= shape[d];
@@ -467,6 +488,17 @@ struct cat_op_t {
       }
     });
     return out;
+  }
+  /// The result's extent in dimension du (the sum of the inputs') does not fit in int64_t.
+  [[noreturn, gnu::cold]] static void fail_cat_extent(std::span<const tensor> in, std::size_t du) {
+    exact_count sum;
+    std::ostringstream shapes;
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      sum += exact_count(static_cast<std::uint64_t>(in[i].shape()[du]));
+      shapes << (i ? ", " : "") << in[i].shape();
+    }
+    fail(name, ": the result shape would have an extent of ", sum, " in dimension ", du,
+         " (the sum of the inputs' extents there), more than int64_t can hold; input shapes ", shapes.str());
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
     tensor_list gs;
@@ -541,19 +573,24 @@ struct flip_op_t {
 
 template <int D>
 tensor tensor::view(shape_t s) const {
-  s = detail::infer_shape(s, numel(), "xf: view");
+  s = detail::infer_shape(s, numel(), "xf::view");
   return detail::call<detail::view_op>({s}, *this);
 }
-template <int D>
-tensor tensor::reshape(shape_t s) const {
-  s = detail::infer_shape(s, numel(), "xf: reshape");
+namespace detail {
+/// reshape, for reshape() and flatten() (`fn` names the call in errors).
+template <int = 0>
+tensor reshape_as(const tensor& t, shape_t s, const char* fn) {
+  s = infer_shape(s, t.numel(), fn);
   // a view when the layout allows one (as torch), otherwise a contiguous copy
-  const detail::tensor_impl* d = detail::dense_of(*this);
+  const tensor_impl* d = dense_of(t);
   shape_t st;
-  if (d && d->shape == shape() && !detail::view_strides(d->shape, d->strides, s, st))
-    return contiguous().view(s);
-  return view(s);
+  if (d && d->shape == t.shape() && !view_strides(d->shape, d->strides, s, st))
+    return call<view_op>({s}, t.contiguous());
+  return call<view_op>({s}, t);
 }
+}  // namespace detail
+template <int D>
+tensor tensor::reshape(shape_t s) const { return detail::reshape_as(*this, s, "xf::reshape"); }
 template <int D>
 tensor tensor::permute(dims_t dims) const {
   if (static_cast<std::int64_t>(dims.size()) != dim())
@@ -623,7 +660,7 @@ tensor tensor::expand(shape_t s) const {
   return detail::call<detail::expand_op>({s}, *this);
 }
 template <int D>
-tensor tensor::flatten() const { return reshape({-1}); }
+tensor tensor::flatten() const { return detail::reshape_as(*this, {-1}, "xf::flatten"); }
 template <int D>
 tensor tensor::select(std::int64_t d, std::int64_t i) const {
   if (dim() == 0) detail::fail("xf: select() cannot be applied to a 0-d tensor");
@@ -639,7 +676,7 @@ tensor tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t len) cons
   d = detail::wrap_dim(d, dim());
   const std::int64_t n = shape()[static_cast<std::size_t>(d)];
   if (start < 0) start += n;
-  if (start < 0 || len < 0 || start + len > n)
+  if (start < 0 || len < 0 || start > n || len > n - start)  // (start + len could overflow)
     detail::fail("xf: narrow: start ", start, " and length ", len, " do not fit dimension ", d, " of size ", n);
   return detail::call<detail::narrow_op>({d, start, len}, *this);
 }
@@ -685,12 +722,18 @@ tensor stack(const std::vector<tensor>& ts, std::int64_t dim) {
   const std::int64_t d = detail::wrap_dim(dim, ts[0].dim() + 1);
   std::vector<tensor> us;
   us.reserve(ts.size());
+  dtype dt = ts[0].dtype();
   for (std::size_t i = 0; i < ts.size(); ++i) {
     if (!(ts[i].shape() == ts[0].shape()))
       detail::fail("xf::stack: all tensors need the same shape; tensor 0 has ", ts[0].shape(), " and tensor ", i,
                    " has ", ts[i].shape());
-    us.push_back(ts[i].unsqueeze(d));
+    dt = promote(dt, ts[i].dtype());
   }
+  // the result [..., len(ts), ...]: its count and bytes must fit (NOTE: [Checked shape arithmetic])
+  shape_t result = ts[0].shape();
+  result.insert(static_cast<std::size_t>(d), static_cast<std::int64_t>(ts.size()));
+  detail::check_shape(result, "xf::stack", dtype_size(dt));
+  for (const tensor& t : ts) us.push_back(t.unsqueeze(d));
   return detail::dispatch<detail::cat_op>(us, {d});
 }
 template <int D>
@@ -699,7 +742,8 @@ std::vector<tensor> split(const tensor& t, std::int64_t size, std::int64_t dim) 
   const std::int64_t d = detail::wrap_dim(dim, t.dim());
   const std::int64_t n = t.size(d);
   std::vector<tensor> out;
-  for (std::int64_t s = 0; s < n; s += size) out.push_back(t.narrow(d, s, std::min(size, n - s)));
+  for (std::int64_t s = 0; s < n; s += std::min(size, n - s))  // (s + size could overflow)
+    out.push_back(t.narrow(d, s, std::min(size, n - s)));
   return out;
 }
 template <int D>
