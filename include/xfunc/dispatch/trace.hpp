@@ -2,6 +2,7 @@
 // Tracing (xf::make_fx): while a trace is active on this thread, every op that reaches a backend
 // kernel (after all transforms) is recorded with a closure that replays it. cond and while_loop
 // are recorded as one node each, holding their branches / condition and body as subprograms.
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -183,21 +184,29 @@ struct trace_state {
     }
     return outs;
   }
-  /// A custom op call: its outputs as record_multi's nodes. A call with no outputs is recorded
-  /// as mutating its first argument.
+  /// A custom op call: its outputs as record_multi's nodes. `mutated` is the index of the first
+  /// argument it writes in place (or -1); a call with no outputs is recorded as the in-place node
+  /// of that argument (of its first one when it declares none).
   std::vector<tensor> record_call(const std::string& op, std::span<const tensor> in, std::vector<tensor> outs,
-                                  std::function<std::vector<tensor>(std::span<const tensor>)> replay) {
-    if (outs.empty()) {
-      if (!in.empty())
-        record_inplace(op, in[0], in.subspan(1), [replay](std::span<const tensor> xs) {
-          replay(xs);
-          return xs[0];
-        });
-      return outs;
-    }
+                                  std::function<std::vector<tensor>(std::span<const tensor>)> replay,
+                                  std::ptrdiff_t mutated = -1) {
     std::vector<int> args;
     for (const auto& t : in) args.push_back(id_of(t));
-    return record_multi(op, std::move(args), std::move(outs), std::move(replay));
+    prog.mutates = prog.mutates || mutated >= 0;
+    if (!outs.empty()) return record_multi(op, std::move(args), std::move(outs), std::move(replay));
+    if (in.empty()) return outs;
+    const auto k = static_cast<std::size_t>(std::max<std::ptrdiff_t>(mutated, 0));
+    trace_node n;
+    n.op = op;
+    n.args = std::move(args);
+    n.out = result_id(in[k]);  // later uses of the written argument refer to this node
+    n.replay = [replay, k](std::span<const tensor> xs) {
+      replay(xs);
+      return xs[k];
+    };
+    prog.nodes.push_back(std::move(n));
+    prog.mutates = true;
+    return outs;
   }
   void record_inplace(const std::string& op, const tensor& self, std::span<const tensor> others,
                       std::function<tensor(std::span<const tensor>)> replay) {

@@ -583,9 +583,12 @@ tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in) {
       trace_scope off(nullptr);  // what the kernel does inside is not part of the graph
       outs = on_meta ? c->fake(in) : c->forward(in);
     }
+    std::ptrdiff_t mutated = -1;
+    for (std::size_t i = in.size(); i-- > 0;)
+      if (c->mutates(i)) mutated = static_cast<std::ptrdiff_t>(i);
     auto call = c;
-    return trace->record_call(c->name(), in, std::move(outs),
-                              [call](std::span<const tensor> xs) { return call->forward(xs); });
+    return trace->record_call(
+        c->name(), in, std::move(outs), [call](std::span<const tensor> xs) { return call->forward(xs); }, mutated);
   }
   tensor_list outs = on_meta ? c->fake(in) : c->forward(in);
   check_no_alias(c->name(), in, outs);
