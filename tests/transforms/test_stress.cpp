@@ -185,3 +185,36 @@ TEST_CASE("graphs of 100000 ops are differentiated and destroyed without deep re
   });
   CHECK(nested);
 }
+
+namespace {
+// An op whose derivative rules give results of the wrong shape (a reduction over every dim where
+// none was asked), as the jvp of norm under vmap once did: the interpreters must report it
+// rather than pass a wrong-rank tangent on to later rules (whose kernels then read past buffers).
+template <class = void>
+struct wrong_rules_op_t {
+  static constexpr const char* name = "xftest::wrong_rules";
+  using attrs = xf::detail::no_attrs;
+  static xf::tensor kernel(std::span<const xf::tensor> in, const attrs&) {
+    return xf::detail::call<xf::detail::clone_op>({}, in[0]);
+  }
+  static xf::detail::tensor_list vjp(std::span<const xf::tensor>, const xf::tensor&, const xf::tensor& g, const attrs&) {
+    return {xf::sum(g)};
+  }
+  static xf::tensor jvp(std::span<const xf::tensor>, std::span<const xf::tensor> t, const xf::tensor&, const attrs&) {
+    return xf::sum(t[0]);
+  }
+};
+xf::tensor wrong_rules(const xf::tensor& x) { return xf::detail::call<wrong_rules_op_t<>>({}, x); }
+}  // namespace
+
+TEST_CASE("a derivative rule of the wrong shape is reported, not passed on", "[rules][errors]") {
+  const xf::tensor x{0.5, -1.0, 2.0};
+  CHECK_THROWS_WITH(xf::jvp(wrong_rules, x, xf::ones_like(x)),
+                    Catch::Contains("internal error: the jvp rule of xftest::wrong_rules") && Catch::Contains("[3]"));
+  CHECK_THROWS_WITH(xf::grad([](const xf::tensor& t) { return xf::sum(wrong_rules(t)); })(x),
+                    Catch::Contains("internal error: the vjp rule of xftest::wrong_rules"));
+  // and a reduction kernel given a dim its input does not have throws instead of reading past it
+  CHECK_THROWS_WITH((xf::detail::call<xf::detail::sum_op>({{1}, false}, xf::scalar(1.0))),
+                    Catch::Contains("internal error: reduction dim 1"));
+  CHECK(xf::layers::depth() == 0);
+}
