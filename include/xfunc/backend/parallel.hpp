@@ -1,0 +1,207 @@
+#pragma once
+// The CPU thread pool (API.md §6): xf::set_num_threads / xf::get_num_threads, and
+// detail::backend::parallel_for, which kernels use to split large work over the pool.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <cblas.h>
+
+#include <xfunc/core/error.hpp>
+
+namespace xfunc {
+namespace detail::backend {
+
+// NOTE: [Threads]
+// One process-wide pool of persistent workers (made on first use). A kernel splits its work into
+// tasks whose boundaries depend only on the problem, never on the number of threads, so a task
+// computes the same thing whichever thread runs it; reductions combine task results in a fixed
+// order. Results are therefore bitwise identical for every thread count. Work below a threshold
+// (min_parallel_work element-operations) runs on the calling thread with no synchronisation at
+// all, as does work started inside a pool task (no nested parallelism) or while another user
+// thread's job holds the pool (concurrent callers do not queue behind each other). The caller
+// takes part in its own job, so one thread means no worker at all. BLAS (OpenBLAS) gets the same
+// thread count.
+inline constexpr std::int64_t min_parallel_work = 1 << 16;
+
+class thread_pool {
+ public:
+  static thread_pool& instance() {
+    static thread_pool pool;  // joined at exit
+    return pool;
+  }
+  /// Threads a job may use, the caller included.
+  int size() const { return size_.load(std::memory_order_relaxed); }
+
+  void resize(int n) {
+    if (n < 1) fail("xf::set_num_threads: n must be at least 1, got ", n);
+    std::lock_guard<std::mutex> job(job_mutex_);  // no job is running while the workers change
+    stop_workers();
+    size_.store(n, std::memory_order_relaxed);
+    cap_blas(n);
+  }
+
+  /// Runs f(i) for every i in [0, n), on up to size() threads; returns when all have run. The
+  /// first exception a task throws is rethrown here (the remaining tasks still run).
+  template <class F>
+  void run(std::int64_t n, F& f) {
+    std::unique_lock<std::mutex> job_lock(job_mutex_, std::try_to_lock);
+    if (!job_lock.owns_lock() || in_task) {  // another caller holds the pool, or nested: run here
+      for (std::int64_t i = 0; i < n; ++i) f(i);
+      return;
+    }
+    start_workers();
+    const job j{[](void* ctx, std::int64_t i) { (*static_cast<F*>(ctx))(i); }, &f, n};
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      job_ = j;
+      next_.store(0, std::memory_order_relaxed);
+      pending_ = n;
+      error_ = nullptr;
+      ++generation_;
+    }
+    wake_.notify_all();
+    work(j);
+    std::unique_lock<std::mutex> lock(m_);
+    // every task has run and every worker has left it, before the next job may reuse next_
+    done_.wait(lock, [&] { return pending_ == 0 && active_ == 0; });
+    job_ = job{};
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+  ~thread_pool() {
+    std::lock_guard<std::mutex> job(job_mutex_);
+    stop_workers();
+  }
+  thread_pool(const thread_pool&) = delete;
+  thread_pool& operator=(const thread_pool&) = delete;
+
+  /// Whether this thread is running a pool task.
+  static inline thread_local bool in_task = false;
+
+ private:
+  thread_pool() : size_(default_threads()) { cap_blas(size()); }
+
+  static int default_threads() {
+    if (const char* e = std::getenv("XFUNC_NUM_THREADS")) {
+      char* end = nullptr;
+      const long v = std::strtol(e, &end, 10);
+      if (end != e && *end == '\0' && v >= 1 && v <= 4096) return static_cast<int>(v);
+      fail("XFUNC_NUM_THREADS must be a whole number of threads, at least 1; got \"", e, "\"");
+    }
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  static void cap_blas(int n) {
+#if defined(OPENBLAS_VERSION)
+    openblas_set_num_threads(n);
+#else
+    (void)n;
+#endif
+  }
+
+  struct job {
+    void (*fn)(void*, std::int64_t) = nullptr;
+    void* ctx = nullptr;
+    std::int64_t n = 0;
+  };
+
+  // Claims and runs tasks of job j until none is left.
+  void work(const job& j) {
+    const bool was = in_task;
+    in_task = true;
+    for (;;) {
+      const std::int64_t i = next_.fetch_add(1, std::memory_order_relaxed);
+      if (i >= j.n) break;
+      std::exception_ptr e;
+      try {
+        j.fn(j.ctx, i);
+      } catch (...) {
+        e = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(m_);
+      if (e && !error_) error_ = e;
+      if (--pending_ == 0) done_.notify_all();
+    }
+    in_task = was;
+  }
+  void worker_loop() {
+    std::uint64_t seen = 0;
+    for (;;) {
+      job j;
+      {
+        std::unique_lock<std::mutex> lock(m_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+        if (!job_.fn) continue;  // a job that finished before this worker woke
+        j = job_;
+        ++active_;
+      }
+      work(j);
+      std::lock_guard<std::mutex> lock(m_);
+      if (--active_ == 0 && pending_ == 0) done_.notify_all();
+    }
+  }
+  void start_workers() {  // under job_mutex_
+    const int want = size() - 1;
+    while (static_cast<int>(workers_.size()) < want) workers_.emplace_back([this] { worker_loop(); });
+  }
+  void stop_workers() {  // under job_mutex_
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& w : workers_) w.join();
+    workers_.clear();
+    std::lock_guard<std::mutex> lock(m_);
+    stopping_ = false;
+  }
+
+  std::atomic<int> size_;
+  std::mutex job_mutex_;  // one job at a time
+  std::mutex m_;          // guards the fields below, except next_
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> workers_;
+  job job_;                         // the running job (fn null when none)
+  std::atomic<std::int64_t> next_{0};  // its next unclaimed task
+  std::int64_t pending_ = 0;         // its tasks not yet finished
+  int active_ = 0;                   // workers inside it
+  std::uint64_t generation_ = 0;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+};
+
+/// Runs f(i) for i in [0, n_tasks): on the pool when the tasks together do at least
+/// min_parallel_work element-operations (`work_per_task` each) and more than one thread is
+/// allowed, else in order on this thread. Tasks must not depend on which thread runs them
+/// (NOTE: [Threads]).
+template <class F>
+void parallel_for(std::int64_t n_tasks, std::int64_t work_per_task, F&& f) {
+  if (n_tasks > 1 && n_tasks * work_per_task >= min_parallel_work && !thread_pool::in_task) {
+    thread_pool& pool = thread_pool::instance();
+    if (pool.size() > 1) {
+      pool.run(n_tasks, f);
+      return;
+    }
+  }
+  for (std::int64_t i = 0; i < n_tasks; ++i) f(i);
+}
+
+}  // namespace detail::backend
+
+/// Sets the number of threads large CPU kernels use (and BLAS, capped to the same); n >= 1.
+inline void set_num_threads(int n) { detail::backend::thread_pool::instance().resize(n); }
+/// The number of threads large CPU kernels use: the hardware's threads by default, or
+/// XFUNC_NUM_THREADS when set, until set_num_threads changes it.
+inline int get_num_threads() { return detail::backend::thread_pool::instance().size(); }
+
+}  // namespace xfunc
