@@ -180,20 +180,28 @@ class thread_pool {
   std::exception_ptr error_;
 };
 
-/// Runs f(i) for i in [0, n_tasks): on the pool when the tasks together do at least
-/// min_parallel_work element-operations (`work_per_task` each) and more than one thread is
-/// allowed, else in order on this thread. Tasks must not depend on which thread runs them
-/// (NOTE: [Threads]).
+/// Runs f(i) for i in [0, n): on the pool when the items together do at least
+/// min_parallel_work element-operations (`work_per_item` each) and more than one thread is
+/// allowed, else in order on this thread. Items are handed out in contiguous ranges (a few per
+/// thread, each worth at least min_parallel_work / 4), so that cheap items cost no
+/// synchronisation each. f(i) must not depend on which thread runs it (NOTE: [Threads]).
 template <class F>
-void parallel_for(std::int64_t n_tasks, std::int64_t work_per_task, F&& f) {
-  if (n_tasks > 1 && n_tasks * work_per_task >= min_parallel_work && !thread_pool::in_task) {
+void parallel_for(std::int64_t n, std::int64_t work_per_item, F&& f) {
+  if (n > 1 && n * work_per_item >= min_parallel_work && !thread_pool::in_task) {
     thread_pool& pool = thread_pool::instance();
-    if (pool.size() > 1) {
-      pool.run(n_tasks, f);
+    const int threads = pool.size();
+    if (threads > 1) {
+      const std::int64_t by_work = std::max<std::int64_t>(1, n * work_per_item / (min_parallel_work / 4));
+      const std::int64_t tasks = std::min({n, by_work, std::int64_t{8} * threads});
+      auto range = [&](std::int64_t t) {
+        const std::int64_t i0 = n * t / tasks, i1 = n * (t + 1) / tasks;
+        for (std::int64_t i = i0; i < i1; ++i) f(i);
+      };
+      pool.run(tasks, range);
       return;
     }
   }
-  for (std::int64_t i = 0; i < n_tasks; ++i) f(i);
+  for (std::int64_t i = 0; i < n; ++i) f(i);
 }
 
 }  // namespace detail::backend

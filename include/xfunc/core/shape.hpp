@@ -28,7 +28,9 @@ class shape_t {
     copy_extents(o);
     return *this;
   }
-  shape_t(std::initializer_list<std::int64_t> l) { assign(l.begin(), l.end()); }
+  // (The four stores cost little on a braced shape and keep GCC 12's -Wmaybe-uninitialized from
+  // firing on copies of one, whose entries past n_ it cannot see are never read.)
+  shape_t(std::initializer_list<std::int64_t> l) : d_{0, 0, 0, 0} { assign(l.begin(), l.end()); }
   explicit shape_t(std::size_t n, std::int64_t v = 0) { resize(n, v); }
   template <class It>
   shape_t(It b, It e) { assign(b, e); }

@@ -1,13 +1,84 @@
 #pragma once
-// Neural-network helpers, written with other ops (their rules follow from those ops').
+// Neural-network helpers. softmax and log_softmax are primitives with fused kernels (NOTE:
+// [Softmax kernels]); the others are written with other ops (their rules follow from those).
+#include <xfunc/backend/softmax.hpp>
 #include <xfunc/fwd.hpp>
+#include <xfunc/ops/reduction.hpp>
+#include <xfunc/rules/common.hpp>
 
 namespace xfunc {
+namespace detail {
+
+struct normalize_attrs {
+  std::int64_t dim;  // normalised; -1 for a 0-d input (each element alone)
+  dims_t dims() const { return dim < 0 ? dims_t{} : dims_t{dim}; }
+};
+
+/// softmax and log_softmax: the kernel, and the batch rule (the batch dim in front, the dim
+/// shifted past it). Floating inputs (integers are promoted as a double scalar would).
+template <class D, backend::normalization N>
+struct normalize_op {
+  using attrs = normalize_attrs;
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const tensor x = is_floating(in[0].dtype()) ? in[0] : in[0].to(promote_with_double(in[0].dtype()));
+    return backend::normalize<N>(x, a.dim, false, D::name);
+  }
+  /// sum over the dim, kept (exactly that dim: NOTE [Reduction engine] / sum_dims)
+  static tensor sum_dim(const tensor& v, const attrs& a) { return sum_dims(v, {a.dims(), true}); }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    const tensor v = bdim_to_front(in[0], bdims[0]);
+    return {call<D>(attrs{a.dim < 0 ? -1 : a.dim + 1}, v), 0};
+  }
+};
+
+template <class = void>
+struct softmax_op_t;
+using softmax_op = softmax_op_t<>;
+template <class>
+struct softmax_op_t : normalize_op<softmax_op, backend::normalization::softmax> {
+  static constexpr const char* name = "xf::softmax";
+  // y = softmax(x): dy = y * (dx - sum(dx * y))
+  static tensor_list vjp(std::span<const tensor>, const tensor& y, const tensor& g, const attrs& a) {
+    return {y * (g - sum_dim(g * y, a))};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor& y, const attrs& a) {
+    return y * (t[0] - sum_dim(t[0] * y, a));
+  }
+};
+template <class = void>
+struct log_softmax_op_t;
+using log_softmax_op = log_softmax_op_t<>;
+template <class>
+struct log_softmax_op_t : normalize_op<log_softmax_op, backend::normalization::log_softmax> {
+  static constexpr const char* name = "xf::log_softmax";
+  // y = log_softmax(x): dy = dx - sum(dx * exp(y))
+  static tensor_list vjp(std::span<const tensor>, const tensor& y, const tensor& g, const attrs& a) {
+    return {g - exp(y) * sum_dim(g, a)};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor& y, const attrs& a) {
+    return t[0] - sum_dim(t[0] * exp(y), a);
+  }
+};
+
+inline normalize_attrs normalize_dim(const tensor& t, std::int64_t dim) {
+  if (t.dim() == 0) {
+    wrap_dim(dim, 0);  // -1 and 0 are the dims of a 0-d tensor
+    return {-1};
+  }
+  return {wrap_dim(dim, t.dim())};
+}
+}  // namespace detail
 
 template <int D>
-tensor softmax(const tensor& t, std::int64_t dim) { return exp(t - logsumexp(t, {dim}, true)); }
+tensor softmax(const tensor& t, std::int64_t dim) {
+  return detail::call<detail::softmax_op>(detail::normalize_dim(t, dim), t);
+}
 template <int D>
-tensor log_softmax(const tensor& t, std::int64_t dim) { return t - logsumexp(t, {dim}, true); }
+tensor log_softmax(const tensor& t, std::int64_t dim) {
+  return detail::call<detail::log_softmax_op>(detail::normalize_dim(t, dim), t);
+}
 
 /// Mean negative log-likelihood of integer class `target` under `logits` ([N, C] with target
 /// [N], or [C] with a 0-d target).

@@ -1,9 +1,12 @@
 #pragma once
-// Reductions. sum, prod, amax, amin and argmax are primitives; mean, logsumexp, var and norm
-// are written with them (so their rules follow from those of the primitives).
+// Reductions. sum, prod, amax, amin, argmax, norm and logsumexp are primitives (their kernels
+// from the reduction engine, backend/reduce.hpp and backend/softmax.hpp); mean and var are
+// written with them (so their rules follow from those of the primitives).
 #include <limits>
 
 #include <xfunc/backend/cpu.hpp>
+#include <xfunc/backend/reduce.hpp>
+#include <xfunc/backend/softmax.hpp>
 #include <xfunc/rules/common.hpp>
 
 namespace xfunc {
@@ -34,13 +37,30 @@ inline std::int64_t reduced_count(const shape_t& s, const dims_t& dims, const ch
   return checked_numel(extents_of(s, dims), fn, "the reduced dimensions");
 }
 
+struct reduce_attrs {
+  dims_t dims;  // normalised, ascending
+  bool keepdim;
+};
+
+/// dims come normalised from the public functions and the rules; a dim the input lacks is a bug.
+inline void check_reduce_dims(const tensor& x, const dims_t& dims) {
+  for (auto d : dims)
+    if (d < 0 || d >= x.dim()) fail("xf: internal error: reduction dim ", d, " for a tensor of shape ", x.shape());
+}
+/// The reduction of a.dims of x with math M (NOTE: [Reduction engine]).
+template <class M, class Types>
+tensor reduce_with(const tensor& x, const reduce_attrs& a, dtype compute, dtype out_dt, const char* fn) {
+  check_reduce_dims(x, a.dims);
+  reduced_count(x.shape(), a.dims, fn);  // throws ("shape") when it does not fit
+  return backend::reduce<M, Types>(x, a.dims, a.keepdim, compute, out_dt, fn);
+}
+
 /// Reduces `dims` of x: kept dims are moved first and reduced dims last, so that each output
 /// element reduces one contiguous run of m values with r(const T* p, m). `fn` names the op.
 template <class Types, class R>
 tensor reduce_kernel(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, dtype out_dt, const char* fn,
                      R&& r) {
-  for (auto d : dims)  // dims come normalised from the public functions and the rules
-    if (d < 0 || d >= x.dim()) fail("xf: internal error: reduction dim ", d, " for a tensor of shape ", x.shape());
+  check_reduce_dims(x, dims);
   shape_t oshape = reduced_shape(x.shape(), dims, keepdim);
   const std::int64_t m = reduced_count(x.shape(), dims, fn);
   if (x.device() == meta) return backend::meta_like(oshape, out_dt, fn);
@@ -80,10 +100,6 @@ tensor unsqueeze_reduced(const tensor& g, const dims_t& dims, bool keepdim) {
   return r;
 }
 
-struct reduce_attrs {
-  dims_t dims;  // normalised, ascending
-  bool keepdim;
-};
 
 template <class Op>
 batched reduce_batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, const reduce_attrs& a) {
@@ -102,14 +118,7 @@ struct sum_op_t {
   using attrs = reduce_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : dtype::int64;
-    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, name,
-                                                 [](const auto* p, std::int64_t m) {
-      using T = std::remove_cvref_t<decltype(*p)>;
-      using Acc = std::conditional_t<std::is_floating_point_v<T>, double, T>;
-      Acc s = 0;
-      for (std::int64_t i = 0; i < m; ++i) s += p[i];
-      return s;
-    });
+    return reduce_with<backend::sum_math, backend::numeric_types>(in[0], a, dt, dt, name);
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
     return {unsqueeze_reduced(g, a.dims, a.keepdim).expand(in[0].shape())};
@@ -139,13 +148,7 @@ struct extreme_op {
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     if (in[0].numel() == 0) fail(D::name, ": cannot reduce an empty tensor");
     const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, D::name,
-                                                 [](const auto* p, std::int64_t m) {
-      auto best = p[0];
-      for (std::int64_t i = 1; i < m; ++i)
-        if (D::better(p[i], best) || p[i] != p[i]) best = p[i];  // NaN propagates
-      return best;
-    });
+    return reduce_with<backend::extreme_math<D::is_max>, backend::numeric_types>(in[0], a, dt, dt, D::name);
   }
   static tensor mask(const tensor& x, const tensor& out, const attrs& a) {
     tensor m = (x == unsqueeze_reduced(out, a.dims, a.keepdim)).to(x.dtype());
@@ -168,6 +171,7 @@ using amax_op = amax_op_t<>;
 template <class>
 struct amax_op_t : extreme_op<amax_op> {
   static constexpr const char* name = "xf::amax";
+  static constexpr bool is_max = true;
   static bool better(auto x, auto best) { return x > best; }
 };
 template <class = void>
@@ -176,6 +180,7 @@ using amin_op = amin_op_t<>;
 template <class>
 struct amin_op_t : extreme_op<amin_op> {
   static constexpr const char* name = "xf::amin";
+  static constexpr bool is_max = false;
   static bool better(auto x, auto best) { return x < best; }
 };
 
@@ -214,12 +219,7 @@ struct prod_op_t {
   using attrs = reduce_attrs;  // one dim
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : dtype::int64;
-    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, name,
-                                                 [](const auto* p, std::int64_t m) {
-      std::remove_cvref_t<decltype(*p)> s = 1;
-      for (std::int64_t i = 0; i < m; ++i) s *= p[i];
-      return s;
-    });
+    return reduce_with<backend::prod_math, backend::numeric_types>(in[0], a, dt, dt, name);
   }
   /// prod_{j != i} x_j along the reduced dim, in the input's shape (ones when a 0-d example
   /// reduces no dim).
@@ -258,12 +258,7 @@ struct norm_op_t {
   using attrs = reduce_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const dtype dt = promote_with_double(in[0].dtype());
-    return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dt, name,
-                                                 [](const auto* p, std::int64_t m) {
-      double s = 0;
-      for (std::int64_t i = 0; i < m; ++i) s += static_cast<double>(p[i]) * static_cast<double>(p[i]);
-      return std::sqrt(s);
-    });
+    return reduce_with<backend::norm_math, backend::floating_types>(in[0], a, dt, dt, name);
   }
   /// d|x|/dx = x / |x|, and 0 where |x| == 0.
   static tensor direction(const tensor& x, const tensor& out, const attrs& a) {
@@ -280,6 +275,65 @@ struct norm_op_t {
   static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
                        const attrs& a) {
     return reduce_batch<norm_op>(in, bdims, a);
+  }
+};
+
+/// logsumexp over `dims`, fused (NOTE: [Softmax kernels]); its derivative is the softmax,
+/// exp(x - out), in xfunc ops.
+template <class = void>
+struct logsumexp_op_t;
+using logsumexp_op = logsumexp_op_t<>;
+template <class>
+struct logsumexp_op_t {
+  static constexpr const char* name = "xf::logsumexp";
+  static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
+  using attrs = reduce_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    check_reduce_dims(in[0], a.dims);
+    const tensor x = is_floating(in[0].dtype()) ? in[0] : in[0].to(promote_with_double(in[0].dtype()));
+    using backend::normalization;
+    if (a.dims.size() <= 1)  // none (each element alone: a 0-d example under vmap) or one dim
+      return backend::normalize<normalization::logsumexp>(x, a.dims.empty() ? -1 : a.dims[0], a.keepdim, name);
+    // several dims: moved last and merged into one
+    dims_t perm;
+    shape_t kept;
+    for (std::int64_t i = 0; i < x.dim(); ++i)
+      if (std::find(a.dims.begin(), a.dims.end(), i) == a.dims.end()) {
+        perm.push_back(i);
+        kept.push_back(x.size(i));
+      }
+    for (auto d : a.dims) perm.push_back(d);
+    shape_t merged = kept, pshape, pstrides;
+    merged.push_back(reduced_count(x.shape(), a.dims, name));
+    for (auto d : perm) {
+      pshape.push_back(x.size(d));
+      pstrides.push_back(x.impl()->strides[static_cast<std::size_t>(d)]);
+    }
+    tensor flat = empty_dense(merged, x.dtype(), x.device(), name);
+    if (x.device() != meta)
+      visit_floating(x.dtype(), [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        backend::gather_into<T>(*x.impl(), pshape, pstrides, flat.impl()->template data<T>());
+      });
+    tensor r = backend::normalize<normalization::logsumexp>(flat, static_cast<std::int64_t>(kept.size()), false, name);
+    if (a.keepdim) {  // a fresh contiguous result: give it the kept dims as 1
+      r.impl()->shape = reduced_shape(x.shape(), a.dims, true);
+      r.impl()->strides = contiguous_strides(r.impl()->shape);
+    }
+    return r;
+  }
+  static tensor softmax_of(const tensor& x, const tensor& out, const attrs& a) {
+    return exp(x - unsqueeze_reduced(out, a.dims, a.keepdim));
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs& a) {
+    return {unsqueeze_reduced(g, a.dims, a.keepdim) * softmax_of(in[0], out, a)};
+  }
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs& a) {
+    return sum_dims(t[0] * softmax_of(in[0], out, a), a);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return reduce_batch<logsumexp_op>(in, bdims, a);
   }
 };
 
@@ -332,12 +386,7 @@ tensor argmax(const tensor& t, std::int64_t dim, bool keepdim) {
 }
 template <int D>
 tensor logsumexp(const tensor& t, const dims_t& dims, bool keepdim) {
-  const dims_t nd = detail::reduction_dims(t, dims);
-  // shift by the (constant) maximum for stability; its derivative cancels exactly
-  tensor m = amax(t, nd, true).detach();
-  m = where(abs(m) == std::numeric_limits<double>::infinity(), detail::plain_zeros_like(m), m);
-  tensor r = log(sum(exp(t - m), nd, true)) + m;
-  return keepdim ? r : r.reshape(detail::reduced_shape(t.shape(), nd, false));
+  return detail::call<detail::logsumexp_op>({detail::reduction_dims(t, dims), keepdim}, t);
 }
 template <int D>
 tensor var(const tensor& t, const dims_t& dims, std::int64_t correction, bool keepdim) {

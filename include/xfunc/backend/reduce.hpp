@@ -1,0 +1,381 @@
+#pragma once
+// The CPU reduction engine: a reduction states its math once (identity, fold, combine, finish;
+// see sum_math and friends) and reduce() turns it into vectorised, blocked, threaded kernels for
+// any set of reduced dims.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
+
+#include <xfunc/backend/cpu.hpp>
+#include <xfunc/backend/parallel.hpp>
+
+namespace xfunc::detail::backend {
+
+// NOTE: [Reduction engine]
+// A reduction is described by its math, nothing device-specific:
+//   identity<A>()     the accumulator of no element
+//   fold(a, x)        a with element x added in
+//   combine(a, b)     two partial accumulators joined (associative)
+//   finish(a)         the result from the accumulator (sqrt for the 2-norm, a itself mostly)
+// The input, made contiguous (a permuted dense input is reordered by its strides instead), is
+// seen as [A, R, B] with the reduced dims merged into R (one pass per group of adjacent reduced
+// dims, innermost first, later passes combining accumulators). Floating types accumulate in
+// their own type, in a fixed order:
+//   * B == 1 (the reduced elements are contiguous): R is cut into chunks of `chunk` elements;
+//     a chunk is folded into simd_accumulators SIMD registers (xsimd: element i goes to lane
+//     i % lanes), 16 registers' worth at a time into a group whose lanes then join the chunk's,
+//     the lanes are combined pairwise, and the chunks' partials are combined pairwise.
+//   * B > 1: R is cut into blocks of rows; a block is folded row by row into a vector of B
+//     accumulators (vectorised over B), and the blocks' vectors are combined pairwise.
+// So a contiguous float32 sum of n elements has an error bound of about 32 + log2(n / chunk)
+// units of rounding (relative to the sum of magnitudes), not n as a sequential sum; a sum over
+// an outer dim, about max(64, chunk / B) + log2 of the number of blocks. The order depends only
+// on the shape and on the SIMD width the code is compiled for: tasks (rows, chunks, blocks of
+// columns) go to threads (NOTE: [Threads]) but each is computed the same way on any thread, so
+// results are bitwise identical for every thread count.
+
+/// The SIMD register type for T on the target the code is compiled for (xsimd).
+template <class T>
+using simd = xsimd::batch<T>;
+/// Vector accumulators per fold (independent chains, so the adds overlap).
+inline constexpr int simd_accumulators = 4;
+
+template <class T>
+struct is_simd : std::false_type {};
+template <class T, class A>
+struct is_simd<xsimd::batch<T, A>> : std::true_type {};
+/// Elements per chunk of a contiguous run (4096 floats: 16 KiB, well inside L1).
+inline constexpr std::int64_t chunk = 4096;
+
+struct sum_math {
+  template <class A>
+  static constexpr A identity() { return A(0); }
+  template <class A>
+  static A fold(A a, A x) { return a + x; }
+  template <class A>
+  static A combine(A a, A b) { return a + b; }
+  template <class A>
+  static A finish(A a) { return a; }
+};
+struct prod_math {
+  template <class A>
+  static constexpr A identity() { return A(1); }
+  template <class A>
+  static A fold(A a, A x) { return a * x; }
+  template <class A>
+  static A combine(A a, A b) { return a * b; }
+  template <class A>
+  static A finish(A a) { return a; }
+};
+/// amax / amin: NaN propagates (once an accumulator is NaN it stays NaN), as in torch. (The
+/// identity of a SIMD accumulator is its scalar identity broadcast: simd_identity.)
+template <bool Max>
+struct extreme_math {
+  template <class A>
+  static constexpr A identity() {
+    if constexpr (std::is_floating_point_v<A>) return Max ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::infinity();
+    else return Max ? std::numeric_limits<A>::lowest() : std::numeric_limits<A>::max();
+  }
+  template <class A>
+  static A fold(A a, A x) {
+    if constexpr (is_simd<A>::value) return xsimd::select((Max ? x > a : x < a) | (x != x), x, a);
+    else if constexpr (std::is_floating_point_v<A>) return ((Max ? x > a : x < a) || x != x) ? x : a;
+    else return (Max ? x > a : x < a) ? x : a;
+  }
+  template <class A>
+  static A combine(A a, A b) { return fold(a, b); }
+  template <class A>
+  static A finish(A a) { return a; }
+};
+/// The 2-norm: a sum of squares, then its square root.
+struct norm_math {
+  template <class A>
+  static constexpr A identity() { return A(0); }
+  template <class A>
+  static A fold(A a, A x) { return a + x * x; }
+  template <class A>
+  static A combine(A a, A b) { return a + b; }
+  template <class A>
+  static A finish(A a) { return std::sqrt(a); }
+};
+
+/// M's identity for T, broadcast when T is a SIMD register.
+template <class M, class T>
+T identity_of() {
+  if constexpr (is_simd<T>::value) return T(M::template identity<typename T::value_type>());
+  else return M::template identity<T>();
+}
+
+/// Joins parts[0, n) pairwise in a fixed tree (step 1, 2, 4, ...) into parts[0].
+template <class M, class T>
+void combine_pairwise(T* parts, std::int64_t n) {
+  for (std::int64_t step = 1; step < n; step *= 2)
+    for (std::int64_t i = 0; i + step < n; i += 2 * step) parts[i] = M::combine(parts[i], parts[i + step]);
+}
+/// dst[j] = M::combine(dst[j], src[j]) (or M::fold when Fold) for j in [0, n): SIMD registers,
+/// then the tail one by one.
+template <class M, bool Fold, class T>
+void fold_vectors(T* dst, const T* src, std::int64_t n) {
+  using V = simd<T>;
+  constexpr std::int64_t W = V::size;
+  std::int64_t j = 0;
+  for (; j + W <= n; j += W) {
+    const V d = V::load_unaligned(dst + j), x = V::load_unaligned(src + j);
+    (Fold ? M::fold(d, x) : M::combine(d, x)).store_unaligned(dst + j);
+  }
+  for (; j < n; ++j) dst[j] = Fold ? M::fold(dst[j], src[j]) : M::combine(dst[j], src[j]);
+}
+
+/// Joins n vectors of b accumulators (vectors[i] at v + i * b) pairwise into the first.
+template <class M, class T>
+void combine_vectors_pairwise(T* v, std::int64_t n, std::int64_t b) {
+  for (std::int64_t step = 1; step < n; step *= 2)
+    for (std::int64_t i = 0; i + step < n; i += 2 * step) fold_vectors<M, false>(v + i * b, v + (i + step) * b, b);
+}
+
+/// One chunk (n <= chunk) of a contiguous run: folded into simd_accumulators SIMD registers,
+/// 16 registers' worth at a time into a group that then joins them; the registers' lanes are
+/// combined pairwise at the end. `Fold` selects the first pass (elements: fold) or a later one
+/// (accumulators: combine).
+template <class M, bool Fold, class T>
+T fold_chunk(const T* p, std::int64_t n) {
+  using V = simd<T>;
+  constexpr int K = simd_accumulators, W = static_cast<int>(V::size), L = K * W, G = 16;
+  auto step = [](auto a, auto x) { return Fold ? M::fold(a, x) : M::combine(a, x); };
+  V acc[K], grp[K];
+  for (int k = 0; k < K; ++k) acc[k] = identity_of<M, V>();
+  std::int64_t i = 0;
+  while (i + L <= n) {
+    for (int k = 0; k < K; ++k) grp[k] = identity_of<M, V>();
+    for (int g = 0; g < G && i + L <= n; ++g, i += L)
+      for (int k = 0; k < K; ++k) grp[k] = step(grp[k], V::load_unaligned(p + i + k * W));
+    for (int k = 0; k < K; ++k) acc[k] = M::combine(acc[k], grp[k]);
+  }
+  alignas(64) T lane[L];
+  for (int k = 0; k < K; ++k) acc[k].store_aligned(lane + k * W);
+  for (int j = 0; i < n; ++i, ++j) lane[j] = step(lane[j], p[i]);
+  combine_pairwise<M>(lane, L);
+  return lane[0];
+}
+
+/// A contiguous run of r elements: chunk partials (in parallel when `split`) combined pairwise.
+template <class M, bool Fold, class T>
+T fold_run(const T* p, std::int64_t r, bool split) {
+  const std::int64_t n = (r + chunk - 1) / chunk;
+  if (n <= 1) return fold_chunk<M, Fold>(p, r);
+  std::vector<T> parts(static_cast<std::size_t>(n));
+  auto task = [&](std::int64_t c) {
+    parts[static_cast<std::size_t>(c)] = fold_chunk<M, Fold>(p + c * chunk, std::min(chunk, r - c * chunk));
+  };
+  if (split) parallel_for(n, chunk, task);
+  else for (std::int64_t c = 0; c < n; ++c) task(c);
+  combine_pairwise<M>(parts.data(), n);
+  return parts[0];
+}
+
+/// Rows [r0, r1) of an [R, B] block (row stride ld) folded into acc[B], columns [b0, b1).
+template <class M, bool Fold, class T>
+void fold_rows(const T* p, std::int64_t ld, std::int64_t r0, std::int64_t r1, std::int64_t b0, std::int64_t b1,
+               T* acc) {
+  using V = simd<T>;
+  constexpr int K = simd_accumulators;
+  constexpr std::int64_t W = V::size;
+  auto step = [](auto a, auto x) { return Fold ? M::fold(a, x) : M::combine(a, x); };
+  std::int64_t j = b0;
+  // a tile of K registers' columns at a time, its accumulators held in registers down the rows
+  for (; j + K * W <= b1; j += K * W) {
+    V a[K];
+    for (int k = 0; k < K; ++k) a[k] = identity_of<M, V>();
+    for (std::int64_t r = r0; r < r1; ++r)
+      for (int k = 0; k < K; ++k) a[k] = step(a[k], V::load_unaligned(p + r * ld + j + k * W));
+    for (int k = 0; k < K; ++k) a[k].store_unaligned(acc + j + k * W);
+  }
+  std::fill(acc + j, acc + b1, M::template identity<T>());
+  for (std::int64_t r = r0; r < r1; ++r) fold_vectors<M, Fold>(acc + j, p + r * ld + j, b1 - j);
+}
+
+/// out[a * B + b] = the reduction over R of x[a, :, b], for contiguous x of shape [A, R, B]
+/// (accumulators, not finished). Fold: x holds elements (else accumulators of an earlier pass).
+template <class M, bool Fold, class T>
+void reduce_arb(const T* x, std::int64_t A, std::int64_t R, std::int64_t B, T* out) {
+  const int threads = get_num_threads();
+  if (B == 1) {
+    // one contiguous run per output: across outputs in parallel, or within a run when few
+    if (A < 2 * threads) {
+      for (std::int64_t a = 0; a < A; ++a) out[a] = fold_run<M, Fold>(x + a * R, R, true);
+    } else {
+      parallel_for(A, R, [&](std::int64_t a) { out[a] = fold_run<M, Fold>(x + a * R, R, false); });
+    }
+    return;
+  }
+  // blocks of rows folded into vectors of B accumulators, then combined pairwise; columns split
+  // into blocks for the threads (the arithmetic per column does not depend on the split)
+  const std::int64_t rows = std::max<std::int64_t>(64, chunk / B);
+  const std::int64_t nblocks = (R + rows - 1) / rows;
+  auto one = [&](std::int64_t a, T* parts, bool split) {
+    const T* xa = x + a * R * B;
+    const std::int64_t cols = split ? std::max<std::int64_t>(1024, (B + 4 * threads - 1) / (4 * threads)) : B;
+    const std::int64_t ncols = (B + cols - 1) / cols;
+    auto task = [&](std::int64_t t) {
+      const std::int64_t blk = t / ncols, b0 = (t % ncols) * cols;
+      fold_rows<M, Fold>(xa, B, blk * rows, std::min(R, (blk + 1) * rows), b0, std::min(B, b0 + cols), parts + blk * B);
+    };
+    if (split) parallel_for(nblocks * ncols, rows * std::min(cols, B), task);
+    else for (std::int64_t t = 0; t < nblocks * ncols; ++t) task(t);
+    combine_vectors_pairwise<M>(parts, nblocks, B);
+    std::copy(parts, parts + B, out + a * B);
+  };
+  if (A >= 2 * threads) {  // outputs of different a in parallel, each computed in full by one task
+    parallel_for(A, R * B, [&](std::int64_t a) {
+      std::vector<T> parts(static_cast<std::size_t>(nblocks * B));
+      one(a, parts.data(), false);
+    });
+  } else {  // the blocks of rows and columns of each a in parallel
+    std::vector<T> parts(static_cast<std::size_t>(nblocks * B));
+    for (std::int64_t a = 0; a < A; ++a) one(a, parts.data(), true);
+  }
+}
+
+/// Layout of a dense tensor reordered so that its strides decrease: (extent, stride, reduced?)
+/// per dim, with size-1 dims dropped. Empty when the tensor is not a permutation of a
+/// contiguous layout (broadcast or gapped strides): it is copied first then.
+struct reduce_dim {
+  std::int64_t extent, stride;
+  bool reduced;
+  std::int64_t index;  // the dim in the input
+};
+inline std::vector<reduce_dim> dense_order(const tensor_impl& s, const dims_t& dims) {
+  std::vector<reduce_dim> d;
+  for (std::size_t i = 0; i < s.shape.size(); ++i) {
+    if (s.shape[i] == 1) continue;
+    const bool red = std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(i)) != dims.end();
+    d.push_back({s.shape[i], s.strides[i], red, static_cast<std::int64_t>(i)});
+  }
+  std::stable_sort(d.begin(), d.end(), [](const reduce_dim& a, const reduce_dim& b) { return a.stride > b.stride; });
+  std::int64_t expect = 1;
+  for (auto it = d.rbegin(); it != d.rend(); ++it) {
+    if (it->stride != expect) return {};
+    expect *= it->extent;
+  }
+  return d;
+}
+
+/// Reduces `dims` (normalised, ascending) of x with math M, computing in dtype `compute` (x is
+/// converted first when it differs) and returning dtype `out_dt`; `fn` names the op in errors.
+template <class M, class Types>
+tensor reduce(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, dtype out_dt, const char* fn) {
+  const shape_t oshape = [&] {
+    shape_t s;
+    for (std::size_t i = 0; i < x.shape().size(); ++i) {
+      const bool red = std::find(dims.begin(), dims.end(), static_cast<std::int64_t>(i)) != dims.end();
+      if (!red) s.push_back(x.shape()[i]);
+      else if (keepdim) s.push_back(1);
+    }
+    return s;
+  }();
+  if (x.device() == meta) return meta_like(oshape, out_dt, fn);
+  tensor out = empty_dense(oshape, out_dt, cpu, fn);
+  if (x.numel() == 0) {  // every result reduces no element
+    Types::visit(compute, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      visit_dtype(out_dt, [&](auto otag) {
+        using O = typename decltype(otag)::type;
+        O* o = out.impl()->template data<O>();
+        std::fill(o, o + out.numel(), static_cast<O>(M::finish(M::template identity<T>())));
+      });
+    });
+    return out;
+  }
+  Types::visit(compute, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    tensor xs;
+    const tensor& xc = x.impl()->dt == compute ? x : (xs = contiguous_as(x, compute));
+    std::vector<reduce_dim> order = dense_order(*xc.impl(), dims);
+    tensor copy;
+    if (order.empty() && xc.numel() > 1) {  // not a permuted dense layout: copy it contiguous
+      copy = contiguous_as(xc, compute);
+      order = dense_order(*copy.impl(), dims);
+    }
+    const tensor& src = copy.defined() ? copy : xc;
+    const T* p = src.impl()->template data<T>();
+    // merge adjacent dims of the same kind; then reduce the innermost group of reduced dims at
+    // a time ([A, R, B]), into a buffer of accumulators
+    std::vector<std::pair<std::int64_t, bool>> groups;  // (extent, reduced), outermost first
+    for (const auto& d : order) {
+      if (!groups.empty() && groups.back().second == d.reduced) groups.back().first *= d.extent;
+      else groups.push_back({d.extent, d.reduced});
+    }
+    std::int64_t kept_total = 1;
+    for (const auto& g : groups)
+      if (!g.second) kept_total *= g.first;
+    std::vector<T> buf;
+    const T* cur = p;
+    bool first = true;
+    while (true) {
+      std::ptrdiff_t r = -1;
+      for (std::ptrdiff_t i = static_cast<std::ptrdiff_t>(groups.size()); i-- > 0;)
+        if (groups[static_cast<std::size_t>(i)].second) {
+          r = i;
+          break;
+        }
+      if (r < 0) break;
+      std::int64_t A = 1, B = 1;
+      for (std::ptrdiff_t i = 0; i < r; ++i) A *= groups[static_cast<std::size_t>(i)].first;
+      for (std::size_t i = static_cast<std::size_t>(r) + 1; i < groups.size(); ++i) B *= groups[i].first;
+      const std::int64_t R = groups[static_cast<std::size_t>(r)].first;
+      std::vector<T> next(static_cast<std::size_t>(A * B));
+      if (first) reduce_arb<M, true>(cur, A, R, B, next.data());
+      else reduce_arb<M, false>(cur, A, R, B, next.data());
+      first = false;
+      buf = std::move(next);
+      cur = buf.data();
+      groups.erase(groups.begin() + r);
+      // merge the kept neighbours the removed group separated
+      if (r > 0 && static_cast<std::size_t>(r) < groups.size() && !groups[static_cast<std::size_t>(r) - 1].second &&
+          !groups[static_cast<std::size_t>(r)].second) {
+        groups[static_cast<std::size_t>(r) - 1].first *= groups[static_cast<std::size_t>(r)].first;
+        groups.erase(groups.begin() + r);
+      }
+    }
+    if (first) {  // nothing reduced (every reduced dim has extent 1): each accumulator holds one element
+      buf.resize(static_cast<std::size_t>(kept_total));
+      for (std::int64_t i = 0; i < kept_total; ++i) buf[static_cast<std::size_t>(i)] = M::fold(M::template identity<T>(), p[i]);
+      cur = buf.data();
+    }
+    // `cur` holds the accumulators in the order of the kept dims by decreasing stride; the
+    // output wants them in logical order
+    std::vector<std::int64_t> kept_dims;  // input dims (extent > 1) in physical order
+    for (const auto& d : order)
+      if (!d.reduced) kept_dims.push_back(d.index);
+    visit_dtype(out_dt, [&](auto otag) {
+      using O = typename decltype(otag)::type;
+      O* o = out.impl()->template data<O>();
+      const bool in_order = std::is_sorted(kept_dims.begin(), kept_dims.end());
+      if (in_order) {
+        for (std::int64_t i = 0; i < kept_total; ++i) o[i] = static_cast<O>(M::finish(cur[i]));
+        return;
+      }
+      // strides of the output (logical, keepdim or not) for each kept input dim, in cur's order
+      shape_t ost = contiguous_strides(oshape);
+      std::vector<std::int64_t> dst_stride, extent;
+      for (auto d : kept_dims) {
+        std::size_t pos = 0;  // position of input dim d in the output
+        for (std::int64_t i = 0; i < d; ++i)
+          if (keepdim || std::find(dims.begin(), dims.end(), i) == dims.end()) ++pos;
+        dst_stride.push_back(ost[pos]);
+        extent.push_back(x.shape()[static_cast<std::size_t>(d)]);
+      }
+      shape_t ext(extent.begin(), extent.end()), dst(dst_stride.begin(), dst_stride.end());
+      const T* c = cur;
+      for_each_offset(ext, dst, 0, [&](std::int64_t off) { o[off] = static_cast<O>(M::finish(*c++)); });
+    });
+  });
+  return out;
+}
+
+}  // namespace xfunc::detail::backend

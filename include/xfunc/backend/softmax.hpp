@@ -1,0 +1,159 @@
+#pragma once
+// CPU kernels of the softmax family along one dim: logsumexp, softmax and log_softmax, each in
+// two passes over the data (a max, then a sum of exponentials; softmax and log_softmax write
+// their result in the second), on the reduction engine's fixed-order blocks and threads.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <xsimd/xsimd.hpp>
+
+#include <xfunc/backend/reduce.hpp>
+
+namespace xfunc::detail::backend {
+
+// NOTE: [Softmax kernels]
+// For x seen as [A, R, B] (the normalised dim is R), each output column (a, b) needs
+//   lse = log(sum_r exp(x_r - s)) + s,   s = max_r x_r, or 0 when that max is infinite
+// (the shift torch uses: an all -inf column gives lse = -inf, a +inf gives +inf), then
+// softmax = exp(x - lse) and log_softmax = x - lse. The max is exact in any order; the sum of
+// exponentials is accumulated like a sum of the engine (NOTE: [Reduction engine]): chunks folded
+// into SIMD lanes then combined pairwise (B == 1), or blocks of rows folded into registers then
+// combined pairwise (B > 1). Columns are independent, and the order within one depends only on
+// the shape, so results are bitwise identical for every thread count.
+enum class normalization { logsumexp, softmax, log_softmax };
+
+template <class T>
+T lse_shift(T m) {
+  return std::isinf(m) ? T(0) : m;
+}
+
+/// sum_i exp(p[i] - shift) over a contiguous run of n elements, in the engine's order.
+template <class T>
+T sum_exp_run(const T* p, std::int64_t n, T shift) {
+  using V = simd<T>;
+  constexpr int K = simd_accumulators, W = static_cast<int>(V::size), L = K * W, G = 16;
+  const std::int64_t nchunks = std::max<std::int64_t>(1, (n + chunk - 1) / chunk);
+  std::vector<T> parts(static_cast<std::size_t>(nchunks));
+  const V vs(shift);
+  for (std::int64_t c = 0; c < nchunks; ++c) {
+    const T* q = p + c * chunk;
+    const std::int64_t m = std::min(chunk, n - c * chunk);
+    V acc[K], grp[K];
+    for (int k = 0; k < K; ++k) acc[k] = V(T(0));
+    std::int64_t i = 0;
+    while (i + L <= m) {
+      for (int k = 0; k < K; ++k) grp[k] = V(T(0));
+      for (int g = 0; g < G && i + L <= m; ++g, i += L)
+        for (int k = 0; k < K; ++k) grp[k] += xsimd::exp(V::load_unaligned(q + i + k * W) - vs);
+      for (int k = 0; k < K; ++k) acc[k] += grp[k];
+    }
+    alignas(64) T lane[L];
+    for (int k = 0; k < K; ++k) acc[k].store_aligned(lane + k * W);
+    for (int j = 0; i < m; ++i, ++j) lane[j] += std::exp(q[i] - shift);
+    combine_pairwise<sum_math>(lane, L);
+    parts[static_cast<std::size_t>(c)] = lane[0];
+  }
+  combine_pairwise<sum_math>(parts.data(), nchunks);
+  return parts[0];
+}
+
+/// out[j] = exp(x[j] - lse) (softmax) or x[j] - lse (log_softmax) for a contiguous run.
+template <normalization N, class T>
+void write_run(const T* x, std::int64_t n, T lse, T* out) {
+  using V = simd<T>;
+  constexpr std::int64_t W = V::size;
+  const V vl(lse);
+  std::int64_t j = 0;
+  for (; j + W <= n; j += W) {
+    const V d = V::load_unaligned(x + j) - vl;
+    (N == normalization::softmax ? xsimd::exp(d) : d).store_unaligned(out + j);
+  }
+  for (; j < n; ++j) out[j] = N == normalization::softmax ? std::exp(x[j] - lse) : x[j] - lse;
+}
+
+/// For contiguous x of shape [A, R, B]: the logsumexp over R into out[A * B], or softmax /
+/// log_softmax along R into out[A * R * B] (NOTE: [Softmax kernels]).
+template <normalization N, class T>
+void normalize_arb(const T* x, std::int64_t A, std::int64_t R, std::int64_t B, T* out) {
+  if (B == 1) {
+    parallel_for(A, 3 * R, [&](std::int64_t a) {
+      const T* row = x + a * R;
+      const T s = lse_shift(fold_run<extreme_math<true>, true>(row, R, false));
+      const T lse = std::log(sum_exp_run(row, R, s)) + s;
+      if constexpr (N == normalization::logsumexp) out[a] = lse;
+      else write_run<N>(row, R, lse, out + a * R);
+    });
+    return;
+  }
+  // columns: blocks of rows (as the engine's sums) folded into vectors over B, then pairwise
+  using V = simd<T>;
+  constexpr std::int64_t W = V::size;
+  const std::int64_t rows = std::max<std::int64_t>(64, chunk / B);
+  const std::int64_t nblocks = (R + rows - 1) / rows;
+  parallel_for(A, 3 * R * B, [&](std::int64_t a) {
+    const T* xa = x + a * R * B;
+    std::vector<T> shift(static_cast<std::size_t>(B)), parts(static_cast<std::size_t>(nblocks * B));
+    fold_rows<extreme_math<true>, true>(xa, B, 0, R, 0, B, shift.data());
+    for (auto& v : shift) v = lse_shift(v);
+    for (std::int64_t blk = 0; blk < nblocks; ++blk) {
+      T* acc = parts.data() + blk * B;
+      std::fill(acc, acc + B, T(0));
+      for (std::int64_t r = blk * rows; r < std::min(R, (blk + 1) * rows); ++r) {
+        const T* row = xa + r * B;
+        std::int64_t j = 0;
+        for (; j + W <= B; j += W)
+          (V::load_unaligned(acc + j) + xsimd::exp(V::load_unaligned(row + j) - V::load_unaligned(shift.data() + j)))
+              .store_unaligned(acc + j);
+        for (; j < B; ++j) acc[j] += std::exp(row[j] - shift[static_cast<std::size_t>(j)]);
+      }
+    }
+    combine_vectors_pairwise<sum_math>(parts.data(), nblocks, B);
+    for (std::int64_t b = 0; b < B; ++b) parts[static_cast<std::size_t>(b)] = std::log(parts[static_cast<std::size_t>(b)]) + shift[static_cast<std::size_t>(b)];
+    if constexpr (N == normalization::logsumexp) {
+      std::copy(parts.begin(), parts.begin() + B, out + a * B);
+    } else {
+      for (std::int64_t r = 0; r < R; ++r) {
+        const T* row = xa + r * B;
+        T* o = out + a * R * B + r * B;
+        for (std::int64_t b = 0; b < B; ++b) {
+          const T lse = parts[static_cast<std::size_t>(b)];
+          o[b] = N == normalization::softmax ? std::exp(row[b] - lse) : row[b] - lse;
+        }
+      }
+    }
+  });
+}
+
+/// The normalisation N of x along dim `dim` (normalised; -1 for a 0-d x: each element alone).
+/// logsumexp keeps the dim as 1 when `keepdim`, else drops it; softmax and log_softmax have
+/// x's shape. Floating x (the caller promotes), any layout (made contiguous first when needed).
+template <normalization N>
+tensor normalize(const tensor& x, std::int64_t dim, bool keepdim, const char* fn) {
+  shape_t oshape = x.shape();
+  if (N == normalization::logsumexp && dim >= 0) {
+    if (keepdim) oshape[static_cast<std::size_t>(dim)] = 1;
+    else oshape.erase(static_cast<std::size_t>(dim));
+  }
+  if (x.device() == meta) return meta_like(oshape, x.dtype(), fn);
+  tensor out = empty_dense(oshape, x.dtype(), cpu, fn);
+  if (x.numel() == 0 && N != normalization::logsumexp) return out;
+  const tensor xs = contiguous_as(x, x.dtype());
+  std::int64_t A = x.numel(), R = 1, B = 1;  // dim < 0: each element is its own dim
+  if (dim >= 0) {
+    A = 1;
+    for (std::int64_t i = 0; i < x.dim(); ++i) (i < dim ? A : i == dim ? R : B) *= x.size(i);
+  }
+  visit_floating(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* o = out.impl()->template data<T>();
+    if (R == 0) {  // logsumexp over nothing: log(0)
+      std::fill(o, o + out.numel(), -std::numeric_limits<T>::infinity());
+      return;
+    }
+    normalize_arb<N, T>(xs.impl()->template data<T>(), A, R, B, o);
+  });
+  return out;
+}
+
+}  // namespace xfunc::detail::backend

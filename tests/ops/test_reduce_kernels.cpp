@@ -1,0 +1,175 @@
+// The reduction engine (NOTE: [Reduction engine]) on every path: reduced elements contiguous
+// (rows, a whole tensor) or strided (columns, middle dims, several groups), permuted and
+// broadcast inputs, empty and one-element tensors, every dtype; results bitwise identical for
+// 1, 2 and 3 threads; float32 sums accurate to a few units of rounding.
+#include <cmath>
+#include <random>
+
+#include <catch2/catch.hpp>
+
+#include <xfunc/xfunc.hpp>
+
+namespace xf = xfunc;
+
+namespace {
+/// Deterministic values in [-1, 1) of `shape` and dtype dt.
+xf::tensor values(const xf::shape_t& shape, xf::dtype dt = xf::f32, std::uint32_t seed = 1) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  xf::tensor t = xf::zeros(shape, xf::f64);
+  double* p = t.impl()->data<double>();
+  for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = u(gen);
+  return t.to(dt);
+}
+
+/// sum / amax / amin / prod / norm over `dims` by plain loops in double, for comparison.
+xf::tensor reference(const xf::tensor& x, const std::vector<std::int64_t>& dims, const std::string& op) {
+  xf::tensor xd = x.to(xf::f64).contiguous();
+  // move reduced dims last and view as [kept, reduced]
+  std::vector<std::int64_t> perm, kept_shape;
+  std::int64_t r = 1;
+  for (std::int64_t i = 0; i < x.dim(); ++i)
+    if (std::find(dims.begin(), dims.end(), i) == dims.end()) {
+      perm.push_back(i);
+      kept_shape.push_back(x.size(i));
+    }
+  for (auto d : dims) {
+    perm.push_back(d);
+    r *= x.size(d);
+  }
+  xf::tensor m = xd.permute(perm).contiguous().reshape({-1, r});
+  const std::int64_t k = m.size(0);
+  xf::tensor out = xf::zeros({k}, xf::f64);
+  const double* p = m.impl()->data<double>();
+  double* o = out.impl()->data<double>();
+  for (std::int64_t i = 0; i < k; ++i) {
+    double acc = op == "prod" ? 1.0 : op == "amax" ? -INFINITY : op == "amin" ? INFINITY : 0.0;
+    for (std::int64_t j = 0; j < r; ++j) {
+      const double v = p[i * r + j];
+      if (op == "sum") acc += v;
+      else if (op == "prod") acc *= v;
+      else if (op == "amax") acc = std::max(acc, v);
+      else if (op == "amin") acc = std::min(acc, v);
+      else acc += v * v;
+    }
+    o[i] = op == "norm" ? std::sqrt(acc) : acc;
+  }
+  return out.reshape(xf::shape_t(kept_shape));
+}
+
+xf::tensor run(const xf::tensor& x, const std::vector<std::int64_t>& dims, const std::string& op) {
+  if (op == "sum") return xf::sum(x, dims);
+  if (op == "amax") return xf::amax(x, dims);
+  if (op == "amin") return xf::amin(x, dims);
+  return xf::norm(x);  // every dim
+}
+
+struct thread_count_guard {
+  int saved = xf::get_num_threads();
+  ~thread_count_guard() { xf::set_num_threads(saved); }
+};
+}  // namespace
+
+TEST_CASE("reduction kernels: every layout against plain loops, bitwise equal for 1, 2 and 3 threads",
+          "[ops][reduction][threads]") {
+  thread_count_guard guard;
+  struct reduction_case {
+    xf::shape_t shape;
+    std::vector<std::int64_t> dims;
+  };
+  // shapes above the parallel threshold (2^16 element-operations) and odd sizes
+  const std::vector<reduction_case> cases = {
+      {{1000, 333}, {1}},          // rows (contiguous runs)
+      {{1000, 333}, {0}},          // columns
+      {{97, 1000, 5}, {1}},        // a middle dim
+      {{7, 9000}, {0, 1}},         // everything
+      {{300001}, {0}},             // one long run: chunks in parallel
+      {{33, 40, 50}, {0, 2}},      // two groups of reduced dims
+      {{3, 50000}, {1}},           // few long rows
+      {{50000, 3}, {0}},           // many rows, few columns
+      {{6, 7, 8, 9}, {1, 3}},
+  };
+  for (const auto& c : cases) {
+    for (const std::string op : {"sum", "amax", "amin", "norm"}) {
+      std::vector<std::int64_t> dims = c.dims;
+      if (op == "norm") {  // xf::norm reduces every dim
+        dims.clear();
+        for (std::int64_t d = 0; d < static_cast<std::int64_t>(c.shape.size()); ++d) dims.push_back(d);
+      }
+      INFO(op << " over " << dims.size() << " dims of " << c.shape);
+      const xf::tensor x = values(c.shape);
+      const xf::tensor expect = reference(x, dims, op);
+      xf::set_num_threads(1);
+      const xf::tensor one = run(x, dims, op);
+      CHECK(xf::allclose(one.to(xf::f64).reshape(expect.shape()), expect, 2e-5, 2e-4));
+      for (int n : {2, 3}) {
+        xf::set_num_threads(n);
+        CHECK(xf::equal(run(x, dims, op), one));
+      }
+    }
+  }
+}
+
+TEST_CASE("reduction kernels: permuted, transposed, broadcast and sliced inputs", "[ops][reduction]") {
+  const xf::tensor base = values({40, 60, 30}, xf::f64);
+  const std::vector<xf::tensor> inputs = {
+      base.permute({2, 0, 1}),                       // a permuted dense layout (no copy)
+      base.transpose(0, 2),
+      base.narrow(1, 5, 40),                          // gapped strides (copied first)
+      base.select(2, 3).unsqueeze(2).expand({40, 60, 7}),  // broadcast
+      xf::flip(base, {1}),
+  };
+  for (const auto& x : inputs) {
+    for (const std::vector<std::int64_t>& dims : {std::vector<std::int64_t>{0}, {1}, {2}, {0, 2}, {1, 2}, {0, 1, 2}}) {
+      INFO("shape " << x.shape() << ", " << dims.size() << " dims");
+      const xf::tensor expect = reference(x, dims, "sum");
+      CHECK(xf::allclose(xf::sum(x, dims), expect, 1e-12, 1e-11));
+      CHECK(xf::allclose(xf::amax(x, dims), reference(x, dims, "amax")));
+      // keepdim keeps every reduced dim as 1, in the logical order
+      const xf::tensor k = xf::sum(x, dims, true);
+      for (auto d : dims) CHECK(k.size(d) == 1);
+      CHECK(xf::allclose(k.reshape(expect.shape()), expect, 1e-12, 1e-11));
+    }
+  }
+}
+
+TEST_CASE("reduction kernels: dtypes, empty and one-element tensors, NaN", "[ops][reduction]") {
+  const xf::tensor i = xf::arange(0.0, 120000.0, 1.0, xf::i64).reshape({300, 400});
+  CHECK(xf::sum(i).item<std::int64_t>() == 119999LL * 120000LL / 2);
+  CHECK(xf::sum(i, {0}).dtype() == xf::i64);
+  CHECK(xf::amax(i, {1}).select(0, 299).item<std::int64_t>() == 119999);
+  CHECK(xf::sum(xf::ones({70000}, xf::b8)).item<std::int64_t>() == 70000);
+  CHECK(xf::prod(xf::full({5, 3}, 2.0, xf::f32), 0).select(0, 1).item<float>() == 32.0f);
+  // empty: sums are zero, products one
+  CHECK(xf::equal(xf::sum(xf::zeros({3, 0}), {1}), xf::zeros({3})));
+  CHECK(xf::equal(xf::sum(xf::zeros({0, 4}), {0}), xf::zeros({4})));
+  CHECK(xf::equal(xf::prod(xf::zeros({2, 0}), 1), xf::ones({2})));
+  CHECK(xf::sum(xf::zeros({0})).item<float>() == 0.0f);
+  // one element, and dims of extent 1 only
+  CHECK(xf::sum(xf::full({1, 1}, 3.5)).item<float>() == 3.5f);
+  CHECK(xf::equal(xf::amax(xf::full({1, 4}, 2.0), {0}), xf::full({4}, 2.0)));
+  // NaN propagates through amax / amin, wherever it is (every lane and chunk)
+  for (std::int64_t at : {0LL, 5LL, 4095LL, 4096LL, 70000LL}) {
+    xf::tensor x = values({70001});
+    x.narrow(0, at, 1).fill_(NAN);
+    CHECK(std::isnan(xf::amax(x, {0}).item<float>()));
+    CHECK(std::isnan(xf::amin(x, {0}).item<float>()));
+  }
+  xf::tensor col = values({5000, 3}, xf::f64);
+  col.select(0, 4321).select(0, 1).fill_(NAN);
+  const xf::tensor m = xf::amax(col, {0});
+  CHECK(std::isnan(m.select(0, 1).item<double>()));
+  CHECK_FALSE(std::isnan(m.select(0, 0).item<double>()));
+}
+
+TEST_CASE("reduction kernels: float32 sums are accurate (blocked, pairwise)", "[ops][reduction][accuracy]") {
+  // 2^24 values of 0.1: a sequential float32 sum stops growing at 2^21 or so; blocked pairwise
+  // summation keeps a few units of rounding
+  const std::int64_t n = 1 << 24;
+  const xf::tensor x = xf::full({n}, 0.1, xf::f32);
+  const double exact = 0.1f * static_cast<double>(n);
+  CHECK(std::abs(xf::sum(x).item<float>() - exact) / exact < 1e-6);
+  const xf::tensor cols = xf::full({n / 16, 16}, 0.1, xf::f32);
+  // columns: blocks of max(64, 4096 / columns) rows summed in order, the blocks pairwise
+  CHECK(std::abs(xf::sum(cols, {0}).select(0, 7).item<float>() - exact / 16) / (exact / 16) < 2e-5);
+}
