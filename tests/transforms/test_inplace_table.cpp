@@ -87,3 +87,28 @@ TEST_CASE("in-place variants equal their out-of-place ops under every transform"
     }
   }
 }
+
+TEST_CASE("make_fx records every in-place method under its own name", "[inplace][make_fx][names]") {
+  const xf::tensor x{{0.2, -0.7, 0.9}, {0.4, 1.1, -0.3}};
+  const xf::tensor o{{1.5, 0.8, -1.2}, {0.6, -0.9, 2.0}};
+  for (const auto& r : rows()) {
+    // "add_(double)" -> "xf::add_"
+    const std::string name = "xf::" + std::string(r.name).substr(0, std::string(r.name).find('('));
+    INFO(name);
+    for (bool view : {false, true}) {
+      const xf::graph g = xf::make_fx([&](const xf::tensor& a, const xf::tensor& b) { return apply(r, a, b, view); })(x, o);
+      CHECK(g.count(name) == 1);
+      // and exactly one in-place node in all (a method is one node, not the ops it is made of)
+      std::size_t inplace = 0;
+      for (const auto& n : xf::detail::graph_access::of(g).nodes) inplace += n.op.back() == '_';
+      CHECK(inplace == 1);
+      CHECK(xf::allclose(g(x, o)[0], r.reference(x, o)));
+      // functionalize removes it
+      const xf::graph gf = xf::make_fx(xf::functionalize([&](const xf::tensor& a, const xf::tensor& b) {
+        return apply(r, a, b, view);
+      }))(x, o);
+      CHECK(gf.count(name) == 0);
+      CHECK(xf::allclose(gf(x, o)[0], r.reference(x, o)));
+    }
+  }
+}
