@@ -59,7 +59,9 @@ struct program {
     os << ")\n";
   }
 
-  /// Replays the program on inputs of the traced shapes and dtypes; returns its outputs.
+  /// Replays the program on inputs of the traced shapes and dtypes; returns its outputs. (A
+  /// template only to be instantiated on use: NOTE: [Lazy instantiation].)
+  template <int = 0>
   std::vector<tensor> run(std::span<const tensor> in) const {
     if (in.size() != inputs.size()) fail("xf::graph: expected ", inputs.size(), " input tensors, got ", in.size());
     std::vector<tensor> env(names.size());

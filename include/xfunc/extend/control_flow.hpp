@@ -230,7 +230,8 @@ std::pair<R, std::vector<tensor>> fresh_results(const R& r) {
 
 /// Runs `sub` on xs[0, n) (the node's own values) followed by xs[from, from + k) (the values the
 /// subprogram lifted).
-inline std::vector<tensor> run_subprogram(const program& sub, std::span<const tensor> own, std::span<const tensor> lifted) {
+template <int = 0>
+std::vector<tensor> run_subprogram(const program& sub, std::span<const tensor> own, std::span<const tensor> lifted) {
   std::vector<tensor> in(own.begin(), own.end());
   in.insert(in.end(), lifted.begin(), lifted.end());
   return sub.run(in);

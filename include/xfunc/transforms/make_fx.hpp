@@ -2,8 +2,11 @@
 // xf::make_fx: traces the primitive ops f runs (after every transform inside f) into an
 // xf::graph that prints, counts and replays them. Tracing runs on the example values (meta
 // example inputs give a shape-only trace, which needs fake kernels for custom ops).
+#include <cstring>
 #include <ostream>
 #include <sstream>
+
+#include <xfunc/backend/cpu.hpp>
 
 #include <xfunc/dispatch/trace.hpp>
 #include <xfunc/transforms/grad.hpp>
@@ -63,6 +66,28 @@ struct graph_access {
   static const program& of(const graph& g) { return g.prog_; }
 };
 
+/// A copy of dense t with t's strides (a view's layout kept: a trace that depends on it, such as
+/// reshape viewing or copying, then records what the caller's tensor would take).
+template <int = 0>
+tensor copy_keeping_layout(const tensor& t) {
+  const tensor_impl& s = *t.impl();
+  if (backend::is_contiguous_layout(s.shape, s.strides)) return t.clone();
+  std::int64_t extent = 1;  // elements from the first to the last one the strides reach
+  for (std::size_t i = 0; i < s.shape.size(); ++i)
+    if (s.shape[i] > 0) extent += (s.shape[i] - 1) * s.strides[i];
+  tensor copy = empty_dense({t.numel() == 0 ? 0 : extent}, s.dt, s.dev, "xf::make_fx");
+  copy.impl()->shape = s.shape;
+  copy.impl()->strides = s.strides;
+  s.prepare_access();
+  const std::size_t size = dtype_size(s.dt);
+  const std::byte* src = s.store->data;
+  std::byte* dst = copy.impl()->store->data;
+  backend::for_each_offset(s.shape, s.strides, 0, [&](std::int64_t off) {
+    std::memcpy(dst + static_cast<std::size_t>(off) * size, src + static_cast<std::size_t>(off + s.offset) * size, size);
+  });
+  return copy;
+}
+
 template <class F>
 struct make_fx_transform {
   F f;
@@ -70,11 +95,12 @@ struct make_fx_transform {
   graph operator()(const Args&... args) const {
     if (layers::depth() != 0) fail("xf::make_fx: call it outside transforms (put the transforms inside f)");
     trace_state st;
-    // Traced on the example values (torch's tracing_mode="real"), copied so that a function that
-    // writes into its inputs does not change the caller's; meta inputs give a shape-only trace.
+    // Traced on the example values (torch's tracing_mode="real"), copied (with their layout) so
+    // that a function that writes into its inputs does not change the caller's; meta inputs give
+    // a shape-only trace.
     auto to_input = [&](const tensor& t) {
       const tensor s = strip_dead(t);
-      const tensor x = s.device() == meta ? s : s.clone();
+      const tensor x = s.device() == meta ? s : copy_keeping_layout(s);
       st.add_input(x);
       return x;
     };
