@@ -97,6 +97,8 @@ inline bool is_contiguous_layout(const shape_t& shape, const shape_t& strides) {
 /// `strides`, into contiguous `dst`, converting to T.
 template <class T>
 void gather_into(const tensor_impl& src, const shape_t& shape, const shape_t& strides, T* dst) {
+  for (auto e : shape)  // nothing to copy (and the contiguous strides of `shape` need not fit)
+    if (e == 0) return;
   src.prepare_access();
   visit_dtype(src.dt, [&](auto tag) {
     using S = typename decltype(tag)::type;

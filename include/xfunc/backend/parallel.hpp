@@ -50,6 +50,10 @@ class thread_pool {
     // (the job running this task holds job_mutex_: waiting for it here would never return)
     if (in_task) fail("xf::set_num_threads: cannot be called from inside a parallel task");
     std::lock_guard<std::mutex> job(job_mutex_);  // no job is running while the workers change
+    if (n == size()) {  // (BLAS is capped again all the same)
+      cap_blas(n);
+      return;
+    }
     stop_workers();
     size_.store(n, std::memory_order_relaxed);
     cap_blas(n);
@@ -84,6 +88,9 @@ class thread_pool {
     job_ = job{};
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
+
+  /// BLAS (OpenBLAS) threads: the pool's count, or 1 while pool tasks call BLAS themselves.
+  static void set_blas_threads(int n) { cap_blas(n); }
 
   ~thread_pool() {
     std::lock_guard<std::mutex> job(job_mutex_);
@@ -207,6 +214,27 @@ void parallel_for(std::int64_t n_tasks, std::int64_t work_per_task, F&& f) {
   if (n_tasks > 1 && n_tasks * work_per_task >= min_parallel_work && !thread_pool::in_task) {
     thread_pool& pool = thread_pool::instance();
     if (pool.size() > 1) {
+      pool.run(n_tasks, f);
+      return;
+    }
+  }
+  for (std::int64_t i = 0; i < n_tasks; ++i) f(i);
+}
+
+/// Runs f(i) for i in [0, n_tasks) like parallel_for, for tasks that call BLAS: while they run
+/// on the pool, BLAS is held to one thread (each task's BLAS call runs on that task's thread, so
+/// the work is not split twice), then gets the pool's count back. Whether BLAS splits one call or
+/// the tasks split the calls, each call computes the same thing, so the results do not change.
+template <class F>
+void parallel_for_blas(std::int64_t n_tasks, std::int64_t work_per_task, F&& f) {
+  if (n_tasks > 1 && n_tasks * work_per_task >= min_parallel_work && !thread_pool::in_task) {
+    thread_pool& pool = thread_pool::instance();
+    if (pool.size() > 1) {
+      struct restore {
+        thread_pool& p;
+        ~restore() { thread_pool::set_blas_threads(p.size()); }
+      } guard{pool};
+      thread_pool::set_blas_threads(1);
       pool.run(n_tasks, f);
       return;
     }

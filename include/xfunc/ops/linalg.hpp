@@ -46,6 +46,9 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
       }
 }
 
+/// Batch items of at most this many multiply-adds are split over the pool (NOTE: [Batched GEMM threads]).
+inline constexpr double bmm_split_batch_max = double(1 << 24);
+
 /// bmm_op(a [P, n, k], b [P, k, m]) -> [P, n, m].
 template <class = void>
 struct bmm_op_t;
@@ -60,6 +63,7 @@ struct bmm_op_t {
     dtype dt = promote(a.dtype(), b.dtype());
     if (dt == dtype::boolean) dt = dtype::int64;
     if (a.device() == meta || b.device() == meta) return backend::meta_like({P, n, m}, dt, name);
+    backend::thread_pool::instance();  // BLAS gets the pool's thread count before its first call
     // every element is written by the GEMM (beta = 0), or zeroed here when there is nothing to sum
     tensor out = empty_dense({P, n, m}, dt, cpu, name);
     if (n == 0 || m == 0 || k == 0 || P == 0) {
@@ -83,7 +87,15 @@ struct bmm_op_t {
       const T* pa = A.impl()->template data<T>();
       const T* pb = B.impl()->template data<T>();
       T* pc = out.impl()->template data<T>();
-      for (std::int64_t p = 0; p < P; ++p) gemm<T>(ta, tb, n, m, k, pa + p * sa, lda, pb + p * sb, ldb, pc + p * n * m, m);
+      auto one = [&](std::int64_t p) { gemm<T>(ta, tb, n, m, k, pa + p * sa, lda, pb + p * sb, ldb, pc + p * n * m, m); };
+      // NOTE: [Batched GEMM threads] Small products (up to bmm_split_batch_max multiply-adds)
+      // are split over the thread pool by batch item, each a one-thread GEMM: BLAS's own
+      // threads would wake and synchronise once per item. Larger ones are BLAS's to split.
+      const double madds = double(n) * double(m) * double(k);
+      if (P > 1 && madds <= bmm_split_batch_max)
+        backend::parallel_for_blas(P, static_cast<std::int64_t>(madds), one);
+      else
+        for (std::int64_t p = 0; p < P; ++p) one(p);
     });
     return out;
   }
