@@ -17,8 +17,6 @@
 #include <sched.h>
 #endif
 
-#include <cblas.h>
-
 #include <xfunc/core/error.hpp>
 
 namespace xfunc {
@@ -33,7 +31,9 @@ namespace detail::backend {
 // all, as does work started inside a pool task (no nested parallelism) or while another user
 // thread's job holds the pool (concurrent callers do not queue behind each other). The caller
 // takes part in its own job, so one thread means no worker at all. BLAS (OpenBLAS) gets the same
-// thread count.
+// thread count, set by the matrix-product kernel before it calls BLAS (ops/linalg.hpp,
+// NOTE: [Batched GEMM threads]): this header refers to no BLAS symbol, so a program that never
+// multiplies matrices does not link OpenBLAS, whose library starts its own threads when loaded.
 inline constexpr std::int64_t min_parallel_work = 1 << 16;
 
 class thread_pool {
@@ -50,13 +50,9 @@ class thread_pool {
     // (the job running this task holds job_mutex_: waiting for it here would never return)
     if (in_task) fail("xf::set_num_threads: cannot be called from inside a parallel task");
     std::lock_guard<std::mutex> job(job_mutex_);  // no job is running while the workers change
-    if (n == size()) {  // (BLAS is capped again all the same)
-      cap_blas(n);
-      return;
-    }
+    if (n == size()) return;
     stop_workers();
     size_.store(n, std::memory_order_relaxed);
-    cap_blas(n);
   }
 
   /// Runs f(i) for every i in [0, n), on up to size() threads; returns when all have run. The
@@ -89,9 +85,6 @@ class thread_pool {
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
-  /// BLAS (OpenBLAS) threads: the pool's count, or 1 while pool tasks call BLAS themselves.
-  static void set_blas_threads(int n) { cap_blas(n); }
-
   ~thread_pool() {
     std::lock_guard<std::mutex> job(job_mutex_);
     stop_workers();
@@ -103,7 +96,7 @@ class thread_pool {
   static inline thread_local bool in_task = false;
 
  private:
-  thread_pool() : size_(default_threads()) { cap_blas(size()); }
+  thread_pool() : size_(default_threads()) {}
 
   static int default_threads() {
     if (const char* e = std::getenv("XFUNC_NUM_THREADS")) {
@@ -119,13 +112,6 @@ class thread_pool {
     if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) return CPU_COUNT(&allowed);
 #endif
     return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  }
-  static void cap_blas(int n) {
-#if defined(OPENBLAS_VERSION)
-    openblas_set_num_threads(n);
-#else
-    (void)n;
-#endif
   }
 
   struct job {
@@ -214,27 +200,6 @@ void parallel_for(std::int64_t n_tasks, std::int64_t work_per_task, F&& f) {
   if (n_tasks > 1 && n_tasks * work_per_task >= min_parallel_work && !thread_pool::in_task) {
     thread_pool& pool = thread_pool::instance();
     if (pool.size() > 1) {
-      pool.run(n_tasks, f);
-      return;
-    }
-  }
-  for (std::int64_t i = 0; i < n_tasks; ++i) f(i);
-}
-
-/// Runs f(i) for i in [0, n_tasks) like parallel_for, for tasks that call BLAS: while they run
-/// on the pool, BLAS is held to one thread (each task's BLAS call runs on that task's thread, so
-/// the work is not split twice), then gets the pool's count back. Whether BLAS splits one call or
-/// the tasks split the calls, each call computes the same thing, so the results do not change.
-template <class F>
-void parallel_for_blas(std::int64_t n_tasks, std::int64_t work_per_task, F&& f) {
-  if (n_tasks > 1 && n_tasks * work_per_task >= min_parallel_work && !thread_pool::in_task) {
-    thread_pool& pool = thread_pool::instance();
-    if (pool.size() > 1) {
-      struct restore {
-        thread_pool& p;
-        ~restore() { thread_pool::set_blas_threads(p.size()); }
-      } guard{pool};
-      thread_pool::set_blas_threads(1);
       pool.run(n_tasks, f);
       return;
     }
