@@ -4,6 +4,7 @@
 // xfunc::xfunc target does), large ones split over the thread pool (backend/parallel.hpp).
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include <xtensor/xadapt.hpp>
@@ -16,11 +17,15 @@
 
 namespace xfunc::detail::backend {
 
-/// A 1-d xtensor view of the n elements at p.
+/// A 1-d xtensor view of the n elements at p. (Out of line, the adaptor's constructor is inlined
+/// into it; inlined into each kernel, GCC calls the constructor out of line: a 1-element op
+/// pays several ns for it.)
 template <class T>
-auto flat(T* p, std::int64_t n) {
+[[gnu::noinline]] auto flat(T* p, std::int64_t n) {
   const auto u = static_cast<std::size_t>(n);
-  return xt::adapt(p, u, xt::no_ownership(), std::array<std::size_t, 1>{u});
+  // the pointer as a prvalue: given an lvalue, xt::adapt would keep a reference to it (here, to
+  // this function's parameter)
+  return xt::adapt(static_cast<T*>(p), u, xt::no_ownership(), std::array<std::size_t, 1>{u});
 }
 /// A 1-d xtensor view of the contiguous data of t.
 template <class T>
@@ -40,18 +45,22 @@ auto flat(const tensor& t) {
 // unsplit kernel, for every thread count.
 inline constexpr std::int64_t pointwise_chunk = std::int64_t(1) << 14;
 
-/// Calls f(begin, length) over [0, n) in the chunks of NOTE: [Pointwise chunks].
+/// for_each_chunk's large case, out of line: small calls keep the code of one assignment.
 template <class F>
-void for_each_chunk(std::int64_t n, F&& f) {
-  if (n < 2 * pointwise_chunk) {
-    f(std::int64_t(0), n);
-    return;
-  }
+[[gnu::noinline]] void for_each_chunk_of(std::int64_t n, const F& f) {
   const std::int64_t chunks = (n + pointwise_chunk - 1) / pointwise_chunk;
   parallel_for(chunks, pointwise_chunk, [&](std::int64_t c) {
     const std::int64_t b = c * pointwise_chunk;
     f(b, n - b < pointwise_chunk ? n - b : pointwise_chunk);
   });
+}
+/// Calls f(begin, length) over [0, n) in the chunks of NOTE: [Pointwise chunks].
+template <class F>
+void for_each_chunk(std::int64_t n, F&& f) {
+  if (n < 2 * pointwise_chunk) [[likely]]
+    f(std::int64_t(0), n);
+  else
+    for_each_chunk_of(n, f);
 }
 
 /// Calls f(offset) for every element of a strided layout, in row-major order.
@@ -103,6 +112,12 @@ void gather_into(const tensor_impl& src, const shape_t& shape, const shape_t& st
   visit_dtype(src.dt, [&](auto tag) {
     using S = typename decltype(tag)::type;
     const S* base = reinterpret_cast<const S*>(src.store->data) + src.offset;
+    const std::int64_t n = numel_of(shape);
+    if constexpr (std::is_same_v<S, T>)
+      if (n <= copy_grain && is_contiguous_layout(shape, strides)) {  // small and plain: no layout work
+        std::memcpy(dst, base, static_cast<std::size_t>(n) * sizeof(T));
+        return;
+      }
     strided_copy<T, S>(shape, dst, contiguous_strides(shape), base, strides);
   });
 }
@@ -162,9 +177,15 @@ tensor unary(const tensor& x, dtype compute, dtype out_dt, F&& f) {
   Types::visit(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using O = std::conditional_t<Types::bool_out, bool, T>;
+    const std::int64_t n_out = numel_of(out.impl()->shape);
     O* po = out.impl()->template data<O>();
     T* px = xc.impl()->template data<T>();  // (only read)
-    for_each_chunk(out.numel(), [&](std::int64_t b, std::int64_t n) {
+    if (n_out < 2 * pointwise_chunk) [[likely]] {  // one assignment
+      auto o = flat(po, n_out);
+      xt::noalias(o) = f(flat(px, n_out));
+      return;
+    }
+    for_each_chunk_of(n_out, [&](std::int64_t b, std::int64_t n) {
       auto o = flat(po + b, n);
       xt::noalias(o) = f(flat(px + b, n));
     });
@@ -182,29 +203,50 @@ tensor binary(const tensor& a, const tensor& b, dtype compute, dtype out_dt, F&&
   Types::visit(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using O = std::conditional_t<Types::bool_out, bool, T>;
+    const std::int64_t n_out = numel_of(out.impl()->shape);
+    // Small calls are one assignment.
+    const bool small = n_out < 2 * pointwise_chunk;
     O* po = out.impl()->template data<O>();
-    const std::int64_t n_out = out.numel();
     auto in = [](const tensor& t) { return t.impl()->template data<T>(); };  // (only read)
     // Fast paths: a one-element side stays a scalar, so the other side streams contiguously.
     tensor sa, sb;
     if (b.numel() == 1 && a.numel() == n_out) {
-      T* pa = in(materialized(a, shape, compute, sa));
+      const tensor& ac = materialized(a, shape, compute, sa);
       T bv = static_cast<T>(materialized(b, b.shape(), compute, sb).impl()->template data<T>()[0]);
-      for_each_chunk(n_out, [&](std::int64_t i, std::int64_t n) {
+      T* pa = in(ac);
+      if (small) {
+        auto o = flat(po, n_out);
+        xt::noalias(o) = f(flat(pa, n_out), xt::xscalar<T>(bv));
+        return;
+      }
+      for_each_chunk_of(n_out, [&](std::int64_t i, std::int64_t n) {
         auto o = flat(po + i, n);
         xt::noalias(o) = f(flat(pa + i, n), xt::xscalar<T>(bv));
       });
     } else if (a.numel() == 1 && b.numel() == n_out) {
-      T* pb = in(materialized(b, shape, compute, sb));
+      const tensor& bc = materialized(b, shape, compute, sb);
       T av = static_cast<T>(materialized(a, a.shape(), compute, sa).impl()->template data<T>()[0]);
-      for_each_chunk(n_out, [&](std::int64_t i, std::int64_t n) {
+      T* pb = in(bc);
+      if (small) {
+        auto o = flat(po, n_out);
+        xt::noalias(o) = f(xt::xscalar<T>(av), flat(pb, n_out));
+        return;
+      }
+      for_each_chunk_of(n_out, [&](std::int64_t i, std::int64_t n) {
         auto o = flat(po + i, n);
         xt::noalias(o) = f(xt::xscalar<T>(av), flat(pb + i, n));
       });
     } else {
-      T* pa = in(materialized(a, shape, compute, sa));
-      T* pb = in(materialized(b, shape, compute, sb));
-      for_each_chunk(n_out, [&](std::int64_t i, std::int64_t n) {
+      const tensor& ac = materialized(a, shape, compute, sa);
+      const tensor& bc = materialized(b, shape, compute, sb);
+      T* pa = in(ac);
+      T* pb = in(bc);
+      if (small) {
+        auto o = flat(po, n_out);
+        xt::noalias(o) = f(flat(pa, n_out), flat(pb, n_out));
+        return;
+      }
+      for_each_chunk_of(n_out, [&](std::int64_t i, std::int64_t n) {
         auto o = flat(po + i, n);
         xt::noalias(o) = f(flat(pa + i, n), flat(pb + i, n));
       });

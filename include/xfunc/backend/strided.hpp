@@ -38,10 +38,11 @@ inline constexpr std::int64_t copy_tile = 32;
 /// destination's and the source's strides (in elements).
 struct copy_layout {
   int rank = 0;
-  std::int64_t n[shape_t::max_dims] = {};
-  std::int64_t ds[shape_t::max_dims] = {};
-  std::int64_t ss[shape_t::max_dims] = {};
   bool empty = false;
+  // (entries past rank are never read; not zeroed, as small copies are frequent)
+  std::int64_t n[shape_t::max_dims];
+  std::int64_t ds[shape_t::max_dims];
+  std::int64_t ss[shape_t::max_dims];
 };
 
 inline std::int64_t abs_stride(std::int64_t s) { return s < 0 ? -s : s; }
@@ -278,6 +279,10 @@ void strided_copy(const copy_layout& L, T* dst, const S* src) {
   }
   const int inner = L.rank - 1;
   const std::int64_t nl = L.n[inner], dl = L.ds[inner], sl = L.ss[inner];
+  if (L.rank == 1 && nl <= copy_grain) {  // one short row
+    copy_row<T, S>(dst, dl, src, sl, nl);
+    return;
+  }
   // the dim (other than the innermost) along which the source is most contiguous
   int k = -1;
   for (int i = 0; i < inner; ++i)
