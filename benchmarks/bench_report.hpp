@@ -30,9 +30,11 @@ class collecting_reporter : public benchmark::ConsoleReporter {
       if (r.run_type == Run::RT_Aggregate && !median) continue;
       measured& m = results[r.run_name.function_name];
       if (m.from_median && !median) continue;
-      // Manual-time benchmarks time their own region (real time); the others are single-threaded
-      // and report CPU time, which the other jobs sharing this machine's cores disturb less.
-      m.ns = (r.run_name.time_type == "manual_time" ? r.GetAdjustedRealTime() : r.GetAdjustedCPUTime()) * to_ns(r.time_unit);
+      // Manual-time benchmarks time their own region (real time), and those that use threads ask
+      // for real time (UseRealTime); the others are single-threaded and report CPU time, which
+      // the other jobs sharing this machine's cores disturb less.
+      const bool real = r.run_name.time_type == "manual_time" || r.run_name.time_type == "real_time";
+      m.ns = (real ? r.GetAdjustedRealTime() : r.GetAdjustedCPUTime()) * to_ns(r.time_unit);
       // benchmarks that time several operations per iteration say how many
       auto per = r.counters.find("ops_per_iter");
       if (per != r.counters.end() && double(per->second) > 0) m.ns /= double(per->second);

@@ -13,7 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include <cblas.h>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 #include <xfunc/core/error.hpp>
 
@@ -29,7 +31,9 @@ namespace detail::backend {
 // all, as does work started inside a pool task (no nested parallelism) or while another user
 // thread's job holds the pool (concurrent callers do not queue behind each other). The caller
 // takes part in its own job, so one thread means no worker at all. BLAS (OpenBLAS) gets the same
-// thread count.
+// thread count, set by the matrix-product kernel before it calls BLAS (ops/linalg.hpp,
+// NOTE: [Batched GEMM threads]): this header refers to no BLAS symbol, so a program that never
+// multiplies matrices does not link OpenBLAS, whose library starts its own threads when loaded.
 inline constexpr std::int64_t min_parallel_work = 1 << 16;
 
 class thread_pool {
@@ -43,29 +47,33 @@ class thread_pool {
 
   void resize(int n) {
     if (n < 1) fail("xf::set_num_threads: n must be at least 1, got ", n);
+    // (the job running this task holds job_mutex_: waiting for it here would never return)
+    if (in_task) fail("xf::set_num_threads: cannot be called from inside a parallel task");
     std::lock_guard<std::mutex> job(job_mutex_);  // no job is running while the workers change
+    if (n == size()) return;
     stop_workers();
     size_.store(n, std::memory_order_relaxed);
-    cap_blas(n);
   }
 
   /// Runs f(i) for every i in [0, n), on up to size() threads; returns when all have run. The
-  /// first exception a task throws is rethrown here (the remaining tasks still run).
+  /// first exception a task throws is rethrown here; tasks that have not started by then are
+  /// skipped (as the loop on one thread stops at the throwing task).
   template <class F>
-  void run(std::int64_t n, F& f) {
+  void run(std::int64_t n, const F& f) {
     std::unique_lock<std::mutex> job_lock(job_mutex_, std::try_to_lock);
     if (!job_lock.owns_lock() || in_task) {  // another caller holds the pool, or nested: run here
       for (std::int64_t i = 0; i < n; ++i) f(i);
       return;
     }
     start_workers();
-    const job j{[](void* ctx, std::int64_t i) { (*static_cast<F*>(ctx))(i); }, &f, n};
+    const job j{[](const void* ctx, std::int64_t i) { (*static_cast<const F*>(ctx))(i); }, &f, n};
     {
       std::lock_guard<std::mutex> lock(m_);
       job_ = j;
       next_.store(0, std::memory_order_relaxed);
       pending_ = n;
       error_ = nullptr;
+      failed_.store(false, std::memory_order_relaxed);
       ++generation_;
     }
     wake_.notify_all();
@@ -88,7 +96,7 @@ class thread_pool {
   static inline thread_local bool in_task = false;
 
  private:
-  thread_pool() : size_(default_threads()) { cap_blas(size()); }
+  thread_pool() : size_(default_threads()) {}
 
   static int default_threads() {
     if (const char* e = std::getenv("XFUNC_NUM_THREADS")) {
@@ -97,19 +105,18 @@ class thread_pool {
       if (end != e && *end == '\0' && v >= 1 && v <= 4096) return static_cast<int>(v);
       fail("XFUNC_NUM_THREADS must be a whole number of threads, at least 1; got \"", e, "\"");
     }
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  }
-  static void cap_blas(int n) {
-#if defined(OPENBLAS_VERSION)
-    openblas_set_num_threads(n);
-#else
-    (void)n;
+#if defined(__linux__)
+    // the hardware threads this process may run on (a container or taskset may allow fewer
+    // than the machine has)
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_COUNT(&allowed) > 0) return CPU_COUNT(&allowed);
 #endif
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
 
   struct job {
-    void (*fn)(void*, std::int64_t) = nullptr;
-    void* ctx = nullptr;
+    void (*fn)(const void*, std::int64_t) = nullptr;
+    const void* ctx = nullptr;
     std::int64_t n = 0;
   };
 
@@ -121,10 +128,13 @@ class thread_pool {
       const std::int64_t i = next_.fetch_add(1, std::memory_order_relaxed);
       if (i >= j.n) break;
       std::exception_ptr e;
-      try {
-        j.fn(j.ctx, i);
-      } catch (...) {
-        e = std::current_exception();
+      if (!failed_.load(std::memory_order_relaxed)) {  // after a failure, the rest is skipped
+        try {
+          j.fn(j.ctx, i);
+        } catch (...) {
+          e = std::current_exception();
+          failed_.store(true, std::memory_order_relaxed);
+        }
       }
       std::lock_guard<std::mutex> lock(m_);
       if (e && !error_) error_ = e;
@@ -173,6 +183,7 @@ class thread_pool {
   std::vector<std::thread> workers_;
   job job_;                         // the running job (fn null when none)
   std::atomic<std::int64_t> next_{0};  // its next unclaimed task
+  std::atomic<bool> failed_{false};    // a task of it has thrown
   std::int64_t pending_ = 0;         // its tasks not yet finished
   int active_ = 0;                   // workers inside it
   std::uint64_t generation_ = 0;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include <xfunc/backend/parallel.hpp>
 #include <xfunc/core/tensor.hpp>
 
 namespace xfunc::detail {
@@ -55,6 +56,7 @@ struct deferred_value {
   static constexpr std::size_t max_steps = 8;
   static constexpr std::size_t max_leaves = 4;
   static constexpr std::size_t block = 1024;  // elements per block: a multiple of every SIMD width
+  static constexpr std::size_t blocks_per_task = 16;  // blocks per thread-pool task
 
   std::size_t elem_size = 0;
   std::int64_t numel = 0;
@@ -74,6 +76,8 @@ struct deferred_value {
   bool reads(const storage* s) const;
   /// Writes the program's result (numel elements) to `out`.
   void evaluate(std::byte* out) const;
+  /// Writes elements [begin, end) of the result (begin a multiple of `block`).
+  void evaluate_range(std::byte* out, std::size_t begin, std::size_t end) const;
 };
 
 /// Live deferred tensors (weak), and the mutex under which programs are built and evaluated.
@@ -115,20 +119,44 @@ inline bool deferred_value::reads(const storage* s) const {
 
 inline void deferred_value::evaluate(std::byte* out) const {
   // Registers hold the intermediate blocks (the last step writes straight into `out`). They are
-  // a heap buffer (56 KiB could overflow a small thread stack), 64-byte aligned like every
-  // tensor buffer: xtensor handles the elements before the first aligned one separately, so the
-  // same alignment is what makes the results bitwise those of eager evaluation.
+  // a heap buffer per task (56 KiB could overflow a small thread stack), 64-byte aligned like
+  // every tensor buffer: xtensor handles the elements before the first aligned one separately,
+  // so the same alignment is what makes the results bitwise those of eager evaluation. Blocks
+  // are independent: the program runs in tasks of blocks_per_task blocks over the thread pool,
+  // each block computed exactly as on one thread (NOTE: [Threads]).
   const auto total = static_cast<std::size_t>(numel);
-  const std::size_t bs = n_steps == 1 ? total : block;  // one step needs no registers: one call
-  const std::size_t reg_bytes = block * elem_size;
-  storage reg_buffer(n_steps > 1 ? (n_steps - 1) * reg_bytes : 0);
-  std::byte* regs = reg_buffer.data;
-  for (std::size_t off = 0; off < total; off += bs) {
-    const std::size_t n = total - off < bs ? total - off : bs;
+  const std::size_t per_task = block * blocks_per_task;
+  const auto n_tasks = static_cast<std::int64_t>((total + per_task - 1) / per_task);
+  const auto work = static_cast<std::int64_t>(per_task * n_steps);
+  backend::parallel_for(n_tasks, work, [&](std::int64_t t) {
+    const std::size_t begin = static_cast<std::size_t>(t) * per_task;
+    evaluate_range(out, begin, total - begin < per_task ? total : begin + per_task);
+  });
+}
+
+inline void deferred_value::evaluate_range(std::byte* out, std::size_t begin, std::size_t end) const {
+  auto leaf = [&](int code, std::size_t off) -> const void* {
+    const tensor_impl& l = *leaves[static_cast<std::size_t>(-1 - code)];
+    return l.store->data + (static_cast<std::size_t>(l.offset) + off) * elem_size;
+  };
+  if (n_steps == 1) {  // no registers: one call (its operands are leaves)
+    const deferred_step& s = steps[0];
+    s.fn(out + begin * elem_size, leaf(s.a, begin), leaf(s.b, begin), s.scalar, end - begin);
+    return;
+  }
+  const std::size_t reg_bytes = block * elem_size;  // a multiple of 64
+  struct aligned_free {
+    void operator()(std::byte* p) const { std::free(p); }
+  };
+  std::unique_ptr<std::byte, aligned_free> reg_buffer(
+      static_cast<std::byte*>(std::aligned_alloc(64, (n_steps - 1) * reg_bytes)));
+  std::byte* regs = reg_buffer.get();
+  if (!regs) [[unlikely]]
+    fail("xf: out of memory allocating ", (n_steps - 1) * reg_bytes, " bytes for a deferred pointwise program");
+  for (std::size_t off = begin; off < end; off += block) {
+    const std::size_t n = end - off < block ? end - off : block;
     auto operand = [&](int code) -> const void* {
-      if (code >= 0) return regs + static_cast<std::size_t>(code) * reg_bytes;
-      const tensor_impl& l = *leaves[static_cast<std::size_t>(-1 - code)];
-      return l.store->data + (static_cast<std::size_t>(l.offset) + off) * elem_size;
+      return code >= 0 ? regs + static_cast<std::size_t>(code) * reg_bytes : leaf(code, off);
     };
     for (std::size_t k = 0; k < n_steps; ++k) {
       const deferred_step& s = steps[k];

@@ -1,6 +1,11 @@
 #pragma once
 // Indexing ops: index_select and gather, and the scatter-adds that are their gradients
 // (index_add_op, scatter_add_op: internal, but full ops with every rule).
+#include <atomic>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/rules/common.hpp>
 
@@ -11,15 +16,50 @@ inline void check_index_tensor(const tensor& index, const char* op) {
   if (index.dtype() != dtype::int64) fail(op, ": index must be an int64 tensor, got ", index.dtype());
 }
 
-/// Visits every position of `ishape` (row-major) with the offset of the same position in a
-/// contiguous tensor of shape `tshape`, ignoring dimension `dim` (the indexed one).
-template <class F>
-void for_each_gather_pos(const shape_t& ishape, const shape_t& tshape, std::int64_t dim, F&& f) {
-  shape_t tst = contiguous_strides(tshape);
-  shape_t st = tst;
-  st[static_cast<std::size_t>(dim)] = 0;
-  std::int64_t i = 0;
-  backend::for_each_offset(ishape, st, 0, [&](std::int64_t off) { f(i++, off); });
+// NOTE: [Index kernels]
+// gather, index_select and scatter_add read their input, index and source through their strides
+// (an expanded index is never materialised) and split the work over the thread pool in tasks
+// whose boundaries depend only on the shapes (NOTE: [Threads]). gather and index_select write
+// each output element once, so any split is exact. scatter_add adds into its output: two index
+// positions add into the same element only if they differ in the scattered dim alone, so tasks
+// are made of whole lines along that dim (the other dims, and pieces of scatter_piece elements of
+// the last one, are split), and each line is added in ascending order, as one thread would:
+// the sums are bitwise the same for every thread count. When the index has nothing to split
+// (index_add of narrow rows along dim 0, say), scatter_add runs on one thread.
+// An index out of range is reported for the first bad position in row-major order, whichever
+// task finds it, so the message does not depend on the thread count either.
+inline constexpr std::int64_t index_grain = std::int64_t(1) << 14;
+inline constexpr std::int64_t scatter_piece = 256;
+
+/// The first (row-major) out-of-range index seen by the tasks of an index kernel.
+struct first_bad_index {
+  std::atomic<std::int64_t> pos{INT64_MAX};
+  std::int64_t value = 0;
+  std::mutex m;
+  void found(std::int64_t p, std::int64_t v) {
+    if (p >= pos.load(std::memory_order_relaxed)) return;
+    std::lock_guard<std::mutex> lock(m);
+    if (p < pos.load(std::memory_order_relaxed)) {
+      pos.store(p, std::memory_order_relaxed);
+      value = v;
+    }
+  }
+  void report(const char* op, std::int64_t dim, std::int64_t n) {
+    if (pos.load(std::memory_order_relaxed) != INT64_MAX)
+      fail(op, ": index ", value, " is out of range for dimension ", dim, " of size ", n);
+  }
+};
+
+/// The int64 data of an index tensor (converted when it has another dtype), ready to read.
+template <int = 0>
+tensor index_operand(const tensor& index) {
+  tensor ic = index.dtype() == dtype::int64 ? index : backend::contiguous_as(index, dtype::int64);
+  ic.impl()->prepare_access();
+  return ic;
+}
+template <class T>
+const T* raw(const tensor_impl& t) {  // (after prepare_access)
+  return reinterpret_cast<const T*>(t.store->data) + t.offset;
 }
 
 /// gather(t, dim, index): out[..., j, ...] = t[..., index[..., j, ...], ...] along dim.
@@ -40,20 +80,41 @@ struct gather_op_t {
       if (d != a.dim && index.size(d) > t.size(d))
         fail("xf::gather: index size ", index.size(d), " exceeds the input's size ", t.size(d), " in dimension ", d);
     if (t.device() == meta || index.device() == meta) return backend::meta_like(index.shape(), t.dtype());
-    tensor tc = backend::contiguous_as(t, t.dtype()), ic = backend::contiguous_as(index, dtype::int64);
     tensor out = empty_dense(index.shape(), t.dtype());
-    const std::int64_t n = t.size(a.dim), sd = contiguous_strides(t.shape())[static_cast<std::size_t>(a.dim)];
-    const std::int64_t* ip = ic.impl()->data<std::int64_t>();
+    if (out.numel() == 0) return out;
+    const tensor ic = index_operand(index);
+    const tensor_impl &ti = *t.impl(), &ii = *ic.impl();
+    ti.prepare_access();
+    const std::size_t r = ti.shape.size(), du = static_cast<std::size_t>(a.dim);
+    const std::int64_t n = r ? ti.shape[du] : 1, sd = r ? ti.strides[du] : 0;
+    // rows of the index's last dim; offsets: output, input (without dim), index
+    backend::strided_cursor<3> rows;
+    const shape_t ost = out.impl()->strides;
+    auto t_stride = [&](std::size_t d) { return d == du ? std::int64_t(0) : ti.strides[d]; };
+    for (std::size_t d = 0; d + 1 < r; ++d) rows.add_dim(ii.shape[d], {ost[d], t_stride(d), ii.strides[d]});
+    const std::int64_t nl = r ? ii.shape[r - 1] : 1, tl = r ? t_stride(r - 1) : 0, il = r ? ii.strides[r - 1] : 0;
+    const std::int64_t* ip = raw<std::int64_t>(ii);
+    first_bad_index bad;
     visit_dtype(t.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      const T* tp = tc.impl()->template data<T>();
+      const T* tp = raw<T>(ti);
       T* op = out.impl()->template data<T>();
-      for_each_gather_pos(index.shape(), t.shape(), a.dim, [&](std::int64_t i, std::int64_t off) {
-        std::int64_t k = ip[i];
-        if (k < -n || k >= n) fail("xf::gather: index ", k, " is out of range for dimension ", a.dim, " of size ", n);
-        op[i] = tp[off + (k < 0 ? k + n : k) * sd];
+      backend::for_each_row_piece(rows, nl, index_grain, [&](const backend::strided_cursor<3>& c, std::int64_t b,
+                                                              std::int64_t e, std::int64_t pos) {
+        T* o = op + c.off[0];
+        const T* x = tp + c.off[1];
+        const std::int64_t* ix = ip + c.off[2];
+        for (std::int64_t i = b; i < e; ++i) {
+          const std::int64_t k = ix[i * il];
+          if (k < -n || k >= n) [[unlikely]] {
+            bad.found(pos + i - b, k);
+            continue;
+          }
+          o[i] = x[i * tl + (k < 0 ? k + n : k) * sd];
+        }
       });
     });
+    bad.report(name, a.dim, n);
     return out;
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a);
@@ -88,22 +149,79 @@ struct scatter_add_op_t {
     const tensor &base = in[0], &index = in[1], &src = in[2];
     const dtype dt = promote(base.dtype(), src.dtype());
     if (base.device() == meta) return backend::meta_like(base.shape(), dt);
-    tensor out = backend::contiguous_as(base, dt).clone();
-    tensor ic = backend::contiguous_as(index, dtype::int64);
-    tensor sc = backend::materialize(src, index.shape(), dt);
-    const std::int64_t n = base.size(a.dim), sd = contiguous_strides(base.shape())[static_cast<std::size_t>(a.dim)];
-    const std::int64_t* ip = ic.impl()->data<std::int64_t>();
+    tensor out = backend::materialized_copy(base, base.shape(), dt);  // a fresh buffer, added into
+    if (index.numel() == 0) return out;
+    const tensor ic = index_operand(index);
+    const tensor_impl& ii = *ic.impl();
+    const tensor sc = backend::materialize(src, index.shape(), dt);
+    const std::int64_t* sst = sc.impl()->strides.begin();
+    const shape_t ost = out.impl()->strides;
+    const std::size_t r = ii.shape.size(), du = static_cast<std::size_t>(a.dim);
+    const std::int64_t n = r ? base.size(a.dim) : 1, sd = r ? ost[du] : 0;
+    // Units: the lines along dim (positions in the other dims but the last, and pieces of the
+    // last), each added in ascending order (NOTE: [Index kernels]). Offsets: output (without
+    // dim), index, source.
+    backend::strided_cursor<3> lines;
+    for (std::size_t d = 0; d + 1 < r; ++d)
+      if (d != du) lines.add_dim(ii.shape[d], {ost[d], ii.strides[d], sst[d]});
+    const bool along_last = r == 0 || du == r - 1;
+    const std::int64_t nl = along_last ? 1 : ii.shape[r - 1];
+    const std::int64_t ol = along_last ? 0 : ost[r - 1], il = along_last ? 0 : ii.strides[r - 1],
+                       sl = along_last ? 0 : sst[r - 1];
+    const std::int64_t nj = r ? ii.shape[du] : 1, ij = r ? ii.strides[du] : 0, sj = r ? sst[du] : 0;
+    const std::int64_t piece = nl < 2 * scatter_piece ? nl : scatter_piece, pieces = (nl + piece - 1) / piece;
+    const std::int64_t units = lines.count() * pieces, unit_work = nj * piece;
+    const std::int64_t per_task = unit_work >= index_grain ? 1 : index_grain / unit_work;
+    const std::int64_t* ip = raw<std::int64_t>(ii);
+    first_bad_index bad;
     visit_dtype(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       const T* sp = sc.impl()->template data<T>();
       T* op = out.impl()->template data<T>();
-      for_each_gather_pos(index.shape(), base.shape(), a.dim, [&](std::int64_t i, std::int64_t off) {
-        std::int64_t k = ip[i];
-        if (k < -n || k >= n) fail("xf::scatter_add: index ", k, " is out of range for dimension ", a.dim, " of size ", n);
-        op[off + (k < 0 ? k + n : k) * sd] += sp[i];
+      backend::parallel_for((units + per_task - 1) / per_task, per_task * unit_work, [&](std::int64_t t) {
+        const std::int64_t u0 = t * per_task, u1 = u0 + per_task < units ? u0 + per_task : units;
+        backend::strided_cursor<3> c = lines;
+        c.seek(u0 / pieces);
+        for (std::int64_t u = u0; u < u1; ++u) {
+          const std::int64_t p = u % pieces;
+          if (p == 0 && u != u0) c.next();
+          const std::int64_t b = p * piece, e = nl - b < piece ? nl : b + piece;
+          for (std::int64_t j = 0; j < nj; ++j) {
+            T* o = op + c.off[0];
+            const std::int64_t* ix = ip + c.off[1] + j * ij;
+            const T* x = sp + c.off[2] + j * sj;
+            for (std::int64_t i = b; i < e; ++i) {
+              const std::int64_t k = ix[i * il];
+              if (k < -n || k >= n) [[unlikely]] {
+                // the row-major position of (line, j, i) in the index
+                bad.found(row_major_position(ii.shape, du, c, j, i), k);
+                continue;
+              }
+              o[i * ol + (k < 0 ? k + n : k) * sd] += x[i * sl];
+            }
+          }
+        }
       });
     });
+    bad.report(name, a.dim, n);
     return out;
+  }
+  /// The row-major position in `shape` of the element at cursor c (over every dim but du and
+  /// the last), j along du and i along the last dim.
+  [[gnu::cold]] static std::int64_t row_major_position(const shape_t& shape, std::size_t du,
+                                                        const backend::strided_cursor<3>& c, std::int64_t j,
+                                                        std::int64_t i) {
+    const std::size_t r = shape.size();
+    std::int64_t pos = 0;
+    int q = 0;
+    for (std::size_t d = 0; d < r; ++d) {
+      std::int64_t x = 0;
+      if (d == du) x = j;
+      else if (d == r - 1) x = i;
+      else x = c.idx[q++];
+      pos = pos * shape[d] + x;
+    }
+    return pos;
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
     return {sum_to(g, in[0]), tensor(), sum_to(call<gather_op>({a.dim}, g, in[1]), in[2])};
@@ -148,11 +266,60 @@ struct index_select_op_t {
     if (!s.empty()) s[static_cast<std::size_t>(a.dim)] = index.numel();
     check_shape(s, name, dtype_size(t.dtype()));  // NOTE: [Checked shape arithmetic]
     if (t.device() == meta || index.device() == meta) return backend::meta_like(s, t.dtype(), name);
-    // as a gather with the index broadcast along every other dim
-    shape_t ishape(s.size(), 1);
-    if (!s.empty()) ishape[static_cast<std::size_t>(a.dim)] = index.numel();
-    tensor idx = index.reshape(ishape).expand(s);
-    return gather_op::kernel(std::array<tensor, 2>{t, idx}, {a.dim});
+    tensor out = empty_dense(s, t.dtype(), cpu, name);
+    const tensor ic = index_operand(index);
+    const tensor_impl& ii = *ic.impl();
+    const std::int64_t k = ii.shape.empty() ? 1 : ii.shape[0], is = ii.shape.empty() ? 0 : ii.strides[0];
+    const std::size_t r = s.size(), du = static_cast<std::size_t>(a.dim);
+    const std::int64_t n = r ? t.size(a.dim) : 1;
+    if (r == 0 && k != 1) fail(name, ": a 0-d input takes an index of one element, got ", k);
+    const std::int64_t* ip = raw<std::int64_t>(ii);
+    for (std::int64_t j = 0; j < k; ++j)  // checked first: k reads, next to the copies
+      if (ip[j * is] < -n || ip[j * is] >= n)
+        fail(name, ": index ", ip[j * is], " is out of range for dimension ", a.dim, " of size ", n);
+    if (out.numel() == 0) return out;
+    // Slices t[outer..., index[j], inner...] are rows of `inner` elements: one strided row of t
+    // each (a t whose inner dims are not is made contiguous first).
+    tensor tc = t;
+    shape_t inner_shape;
+    for (std::size_t d = du + 1; d < r; ++d) inner_shape.push_back(s[d]);
+    auto inner_layout = [&](const tensor_impl& x) {
+      shape_t xst;
+      for (std::size_t d = du + 1; d < r; ++d) xst.push_back(x.strides[d]);
+      return backend::simplify_copy(inner_shape, contiguous_strides(inner_shape), xst);
+    };
+    if (inner_layout(*tc.impl()).rank > 1) tc = backend::contiguous_as(t, t.dtype());
+    const tensor_impl& ti = *tc.impl();
+    ti.prepare_access();
+    const backend::copy_layout il = inner_layout(ti);
+    const std::int64_t inner = numel_of(inner_shape), sl = il.rank == 1 ? il.ss[0] : 0;
+    const std::int64_t sd = r ? ti.strides[du] : 0;
+    backend::strided_cursor<2> outer;  // offsets: output, t
+    const shape_t ost = out.impl()->strides;
+    for (std::size_t d = 0; d < du; ++d) outer.add_dim(s[d], {ost[d], ti.strides[d]});
+    const std::int64_t units = outer.count() * k;
+    const std::int64_t per_task = inner >= index_grain ? 1 : index_grain / inner;
+    visit_dtype(t.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* tp = raw<T>(ti);
+      T* op = out.impl()->template data<T>();
+      backend::parallel_for((units + per_task - 1) / per_task, per_task * inner, [&](std::int64_t task) {
+        const std::int64_t u0 = task * per_task, u1 = u0 + per_task < units ? u0 + per_task : units;
+        backend::strided_cursor<2> c = outer;
+        c.seek(u0 / k);
+        std::int64_t j = u0 % k;
+        for (std::int64_t u = u0; u < u1; ++u) {
+          const std::int64_t x = ip[j * is];
+          backend::copy_row<T, T>(op + c.off[0] + j * inner, 1, tp + c.off[1] + (x < 0 ? x + n : x) * sd, sl,
+                                  inner);
+          if (++j == k) {
+            j = 0;
+            c.next();
+          }
+        }
+      });
+    });
+    return out;
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
     return {index_add(plain_zeros_like(in[0]).to(g.dtype()), a.dim, in[1], g), tensor()};

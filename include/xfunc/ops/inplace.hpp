@@ -19,7 +19,8 @@ namespace detail {
 using inplace_fn = std::function<tensor(const tensor& self, std::span<const tensor> others)>;
 
 /// Writes r (broadcastable to self's shape) through self's strides, converting the dtype.
-inline void write_through(const tensor& self, const tensor& r, const char* name) {
+template <int = 0>
+void write_through(const tensor& self, const tensor& r, const char* name) {
   const tensor_impl& d = *self.impl();
   if (!(broadcast_shapes(d.shape, r.shape()) == d.shape))
     fail(name, ": the result has shape ", r.shape(), " which does not fit the destination's shape ", d.shape);
@@ -30,20 +31,23 @@ inline void write_through(const tensor& self, const tensor& r, const char* name)
       fail(name, ": in-place write into an expanded tensor, whose elements share memory; clone() it first");
   if (d.dev == meta) return;
   if (r.device() == meta) fail(name, ": cannot write a meta (shape-only) value into a tensor with data");
-  tensor src = backend::materialize(r, d.shape, d.dt);
-  src.impl()->prepare_access();  // r may be deferred and read self: evaluated before the write
+  // r is read through its own (broadcast) strides, converted on the way (NOTE: [Strided
+  // copies]); a value sharing self's storage (copy_ from a view of self) is copied out first.
+  tensor src = r;
+  r.impl()->prepare_access();  // r may be deferred and read self: evaluated before the write
+  if (r.impl()->store == d.store) src = backend::materialized_copy(r, d.shape, d.dt);
   d.prepare_access();
-  if (backend::is_contiguous_layout(d.shape, d.strides)) {  // one block copy
-    std::memcpy(d.store->data + static_cast<std::size_t>(d.offset) * dtype_size(d.dt), src.impl()->store->data +
-                    static_cast<std::size_t>(src.impl()->offset) * dtype_size(d.dt),
-                static_cast<std::size_t>(numel_of(d.shape)) * dtype_size(d.dt));
-    return;
-  }
+  const tensor_impl& s = *src.impl();
+  shape_t sst(d.shape.size(), 0);  // s's strides broadcast against self's shape
+  const std::size_t lead = d.shape.size() - s.shape.size();
+  for (std::size_t i = 0; i < s.shape.size(); ++i) sst[lead + i] = s.shape[i] == 1 ? 0 : s.strides[i];
   visit_dtype(d.dt, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    T* base = reinterpret_cast<T*>(d.store->data);
-    const T* p = src.impl()->template data<T>();
-    backend::for_each_offset(d.shape, d.strides, d.offset, [&](std::int64_t off) { base[off] = *p++; });
+    T* base = reinterpret_cast<T*>(d.store->data) + d.offset;
+    visit_dtype(s.dt, [&](auto stag) {
+      using S = typename decltype(stag)::type;
+      backend::strided_copy<T, S>(d.shape, base, d.strides, reinterpret_cast<const S*>(s.store->data) + s.offset, sst);
+    });
   });
 }
 

@@ -46,6 +46,47 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
       }
 }
 
+// NOTE: [Batched GEMM threads]
+// BLAS (OpenBLAS) threads follow xf::set_num_threads: the kernel sets OpenBLAS's count to the
+// pool's before its GEMMs whenever they differ (cheap to ask; here rather than in
+// backend/parallel.hpp so that only programs that multiply matrices link OpenBLAS). A batch of
+// small products (at most bmm_split_batch_max multiply-adds each) is split over the pool by
+// batch item instead, each item a one-thread GEMM: BLAS's own threads would wake and
+// synchronise once per item. OpenBLAS splits a product over the rows and columns of the result,
+// never over the sum, so each element is the same sum in the same order however the work is
+// split: results do not depend on the thread count (NOTE: [Threads]).
+inline constexpr double bmm_split_batch_max = double(1 << 24);
+
+/// Sets OpenBLAS's thread count to n if it is not n already.
+inline void set_blas_threads(int n) {
+#if defined(OPENBLAS_VERSION)
+  if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
+#else
+  (void)n;
+#endif
+}
+
+/// Runs f(i) for i in [0, n_tasks) over the pool like parallel_for, for tasks that call BLAS:
+/// meanwhile BLAS is held to one thread, then gets the pool's count back.
+template <class F>
+void parallel_for_blas(std::int64_t n_tasks, std::int64_t work_per_task, F&& f) {
+  using backend::thread_pool;
+  if (n_tasks > 1 && n_tasks * work_per_task >= backend::min_parallel_work && !thread_pool::in_task) {
+    thread_pool& pool = thread_pool::instance();
+    if (pool.size() > 1) {
+      struct restore {
+        thread_pool& p;
+        ~restore() { set_blas_threads(p.size()); }
+      } guard{pool};
+      set_blas_threads(1);
+      pool.run(n_tasks, f);
+      return;
+    }
+    set_blas_threads(1);
+  }
+  for (std::int64_t i = 0; i < n_tasks; ++i) f(i);
+}
+
 /// bmm_op(a [P, n, k], b [P, k, m]) -> [P, n, m].
 template <class = void>
 struct bmm_op_t;
@@ -83,7 +124,15 @@ struct bmm_op_t {
       const T* pa = A.impl()->template data<T>();
       const T* pb = B.impl()->template data<T>();
       T* pc = out.impl()->template data<T>();
-      for (std::int64_t p = 0; p < P; ++p) gemm<T>(ta, tb, n, m, k, pa + p * sa, lda, pb + p * sb, ldb, pc + p * n * m, m);
+      auto one = [&](std::int64_t p) { gemm<T>(ta, tb, n, m, k, pa + p * sa, lda, pb + p * sb, ldb, pc + p * n * m, m); };
+      // small products split by batch item, larger ones by BLAS (NOTE: [Batched GEMM threads])
+      const double madds = double(n) * double(m) * double(k);
+      if (P > 1 && madds <= bmm_split_batch_max) {
+        parallel_for_blas(P, static_cast<std::int64_t>(madds), one);
+      } else {
+        if (!backend::thread_pool::in_task) set_blas_threads(backend::thread_pool::instance().size());
+        for (std::int64_t p = 0; p < P; ++p) one(p);
+      }
     });
     return out;
   }

@@ -508,7 +508,9 @@ struct where_op_t {
       const T* x = ac.impl()->template data<T>();
       const T* y = bc.impl()->template data<T>();
       T* o = out.impl()->template data<T>();
-      for (std::int64_t i = 0, n = out.numel(); i < n; ++i) o[i] = c[i] ? x[i] : y[i];
+      backend::for_each_chunk(out.numel(), [&](std::int64_t b, std::int64_t n) {
+        for (std::int64_t i = b; i < b + n; ++i) o[i] = c[i] ? x[i] : y[i];
+      });
     });
     return out;
   }

@@ -471,20 +471,21 @@ struct cat_op_t {
     if (is_meta) return backend::meta_like(shape, dt, name);
     tensor out = empty_dense(shape, dt, cpu, name);
     if (out.numel() == 0) return out;  // (and the products below are partial counts that fit)
-    std::int64_t outer = 1, inner = 1;
-    for (std::size_t d = 0; d < du; ++d) outer *= shape[d];
-    for (std::size_t d = du + 1; d < shape.size(); ++d) inner *= shape[d];
+    // each input straight into its slice of the result, through its own strides (NOTE: [Strided copies])
+    const shape_t out_strides = out.impl()->strides;
     visit_dtype(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
       T* o = out.impl()->template data<T>();
-      std::int64_t col = 0;
-      const std::int64_t row = shape[du] * inner;
+      std::int64_t start = 0;
       for (const tensor& t : in) {
-        tensor c = backend::contiguous_as(t, dt);
-        const T* p = c.impl()->template data<T>();
-        const std::int64_t w = t.shape()[du] * inner;
-        for (std::int64_t k = 0; k < outer; ++k) std::copy(p + k * w, p + (k + 1) * w, o + k * row + col);
-        col += w;
+        const tensor_impl& s = *t.impl();
+        s.prepare_access();
+        visit_dtype(s.dt, [&](auto stag) {
+          using S = typename decltype(stag)::type;
+          const S* p = reinterpret_cast<const S*>(s.store->data) + s.offset;
+          backend::strided_copy<T, S>(s.shape, o + start * out_strides[du], out_strides, p, s.strides);
+        });
+        start += s.shape[du];
       }
     });
     return out;

@@ -82,8 +82,12 @@ batched broadcast_batch(std::span<const tensor> in, std::span<const std::int64_t
 
 /// A C++ double as a 0-d tensor of the dtype it takes next to `t` (it never widens a floating
 /// tensor; with an integer tensor the result is float32).
+/// The shape of a 0-d tensor, with static storage: its unused extents are zeros, which spares
+/// GCC 12 a false -Wmaybe-uninitialized about copying a temporary empty shape where
+/// scalar_like is inlined (and a namespace-scope variable needs no guard on each call).
+inline const shape_t scalar_shape{};
 inline tensor scalar_like(double v, const tensor& t) {
-  tensor s = empty_dense({}, promote_with_double(t.dtype()));
+  tensor s = empty_dense(scalar_shape, promote_with_double(t.dtype()));
   visit_floating(s.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     *s.impl()->template data<T>() = static_cast<T>(v);

@@ -1,0 +1,482 @@
+// CPU kernels at 1 and 2 threads (API.md §6), float32, against baselines measured in the same
+// run: a memory copy of the same bytes, hand-written loops, OpenBLAS called directly and, when
+// CMake found libtorch (XFUNC_BENCH_TORCH), the same operations on torch::Tensor with
+// at::set_num_threads(1 / 2). Every benchmark sets its thread count before timing
+// (xf::set_num_threads, which also caps OpenBLAS; at::set_num_threads and
+// openblas_set_num_threads for libtorch, which shares the same OpenBLAS) and reports wall
+// time (UseRealTime). Results of xfunc calls are evaluated inside the timed region (a large
+// pointwise result may be deferred: NOTE: [Deferred elementwise]).
+//
+// Row names: xf/<op>/t<threads>, torch/<op>/t<threads>, loop/<op> (one thread) and
+// copy/<bytes> (memcpy, one thread). The tables at the end give xf / baseline time ratios.
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <xfunc/xfunc.hpp>
+
+#if defined(XFUNC_BENCH_TORCH)
+#include <torch/torch.h>
+#endif
+
+#include "bench_report.hpp"
+
+namespace xf = xfunc;
+
+namespace {
+
+constexpr std::int64_t N = std::int64_t(1) << 24;  // pointwise elements
+constexpr std::int64_t S = 2048;                   // square matrices for copies and indexing
+constexpr double A = 1.7, B = -0.3;
+
+// ---- inputs (made once; the same values feed xfunc, libtorch and the loops) -------------------
+
+std::vector<float> random_floats(std::int64_t n, std::uint32_t seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<float> d;
+  std::vector<float> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = d(g);
+  return v;
+}
+std::vector<std::int64_t> random_indices(std::int64_t n, std::int64_t bound, std::uint32_t seed) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<std::int64_t> d(0, bound - 1);
+  std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+  for (auto& x : v) x = d(g);
+  return v;
+}
+template <class T>
+xf::tensor to_xf(const std::vector<T>& v, const xf::shape_t& shape) {
+  xf::tensor t = xf::empty(shape, std::is_same_v<T, float> ? xf::f32 : std::is_same_v<T, bool> ? xf::b8 : xf::i64);
+  std::memcpy(t.impl()->template data<T>(), v.data(), v.size() * sizeof(T));
+  return t;
+}
+
+struct data_set {
+  std::vector<float> x = random_floats(N, 1);            // 2^24 values
+  std::vector<float> sq = random_floats(S * S, 2);       // 2048 x 2048
+  std::vector<float> sq2 = random_floats(S * S, 3);      // another 2048 x 2048
+  std::vector<float> big = random_floats(4096 * 4096, 4);  // 4096 x 4096 (reductions)
+  std::vector<float> mat = random_floats(1024 * 1024, 5);
+  std::vector<float> mat2 = random_floats(1024 * 1024, 6);
+  std::vector<float> batch = random_floats(64 * 128 * 128, 7);
+  std::vector<float> batch2 = random_floats(64 * 128 * 128, 8);
+  std::vector<std::int64_t> rows = random_indices(S, S, 9);        // index_select: 2048 rows of 2048
+  std::vector<std::int64_t> cols = random_indices(S * S, S, 10);   // gather / scatter_add along dim 1
+  std::vector<std::int64_t> targets2k = random_indices(S, S, 11);
+  std::vector<std::int64_t> targets4k = random_indices(4096, 4096, 12);
+  std::vector<char> mask;  // where's condition (0 / 1)
+  data_set() {
+    mask.resize(static_cast<std::size_t>(N));
+    for (std::size_t i = 0; i < mask.size(); ++i) mask[i] = x[i] > 0.f;
+  }
+};
+const data_set& data() {
+  static const data_set d;
+  return d;
+}
+
+struct xf_inputs {
+  xf::tensor x, sq, sq2, big, mat, mat2, batch, batch2, rows, cols, targets2k, targets4k, mask, zeros_sq;
+  xf_inputs() {
+    const data_set& d = data();
+    x = to_xf(d.x, {N});
+    sq = to_xf(d.sq, {S, S});
+    sq2 = to_xf(d.sq2, {S, S});
+    big = to_xf(d.big, {4096, 4096});
+    mat = to_xf(d.mat, {1024, 1024});
+    mat2 = to_xf(d.mat2, {1024, 1024});
+    batch = to_xf(d.batch, {64, 128, 128});
+    batch2 = to_xf(d.batch2, {64, 128, 128});
+    rows = to_xf(d.rows, {S});
+    cols = to_xf(d.cols, {S, S});
+    targets2k = to_xf(d.targets2k, {S});
+    targets4k = to_xf(d.targets4k, {4096});
+    mask = xf::empty({N}, xf::b8);
+    std::memcpy(mask.impl()->data<bool>(), d.mask.data(), d.mask.size());
+    zeros_sq = xf::zeros({S, S});
+  }
+};
+const xf_inputs& xin() {
+  static const xf_inputs in;
+  return in;
+}
+
+/// Touching the data evaluates a deferred result, so the timed region holds the whole computation.
+void consume(const xf::tensor& y) {
+  const auto* p = y.impl();
+  benchmark::DoNotOptimize(p->dt == xf::f32 ? static_cast<const void*>(p->data<float>())
+                                            : static_cast<const void*>(p->data<std::int64_t>()));
+}
+
+using xf_fn = std::function<xf::tensor(const xf_inputs&)>;
+
+void run_xf(benchmark::State& st, int threads, const xf_fn& f) {
+  const xf_inputs& in = xin();
+  xf::set_num_threads(threads);
+  consume(f(in));  // warm up (allocations, the thread pool)
+  for (auto _ : st) consume(f(in));
+}
+
+// ---- hand-written baselines (one thread) ------------------------------------------------------
+
+struct free_deleter {
+  void operator()(void* p) const { std::free(p); }
+};
+template <class T>
+std::unique_ptr<T[], free_deleter> buffer(std::int64_t n) {
+  return std::unique_ptr<T[], free_deleter>(
+      static_cast<T*>(std::aligned_alloc(64, static_cast<std::size_t>((n * sizeof(T) + 63) / 64 * 64))));
+}
+
+template <class F>
+void run_loop(benchmark::State& st, std::int64_t out_elems, F f) {
+  auto o = buffer<float>(out_elems);
+  f(o.get());
+  for (auto _ : st) {
+    f(o.get());
+    benchmark::ClobberMemory();
+  }
+}
+
+void copy_bytes(benchmark::State& st, std::int64_t n_floats) {
+  const float* src = data().x.data();
+  std::vector<float> big_src;
+  if (n_floats > N) {
+    big_src.assign(static_cast<std::size_t>(n_floats), 1.f);
+    src = big_src.data();
+  }
+  run_loop(st, n_floats, [&](float* o) { std::memcpy(o, src, static_cast<std::size_t>(n_floats) * sizeof(float)); });
+}
+
+__attribute__((noinline)) void loop_transpose_add(const float* a, float* o) {
+  for (std::int64_t i = 0; i < S; ++i)
+    for (std::int64_t j = 0; j < S; ++j) o[i * S + j] = a[j * S + i] + a[i * S + j];
+}
+__attribute__((noinline)) void loop_transpose(const float* a, float* o, std::int64_t rows, std::int64_t cols) {
+  // o [cols, rows] = a [rows, cols]^T, the plain double loop
+  for (std::int64_t i = 0; i < cols; ++i)
+    for (std::int64_t j = 0; j < rows; ++j) o[i * rows + j] = a[j * cols + i];
+}
+__attribute__((noinline)) void loop_transpose_tiled(const float* a, float* o, std::int64_t rows, std::int64_t cols) {
+  constexpr std::int64_t t = 32;
+  for (std::int64_t i0 = 0; i0 < cols; i0 += t)
+    for (std::int64_t j0 = 0; j0 < rows; j0 += t)
+      for (std::int64_t i = i0; i < std::min(cols, i0 + t); ++i)
+        for (std::int64_t j = j0; j < std::min(rows, j0 + t); ++j) o[i * rows + j] = a[j * cols + i];
+}
+
+// ---- registration -----------------------------------------------------------------------------
+
+std::vector<xfunc_bench::target> rows_out;
+
+void reg(const std::string& name, std::function<void(benchmark::State&)> fn) {
+  benchmark::RegisterBenchmark(name.c_str(), [fn](benchmark::State& st) { fn(st); })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime()
+      ->MinTime(0.3);
+}
+
+/// xf/<op>/t1 and /t2, and torch/<op>/t1 and /t2 when libtorch is there; the table rows that
+/// compare them with each other and with `baseline` (a loop or copy row), with the targets.
+struct op_spec {
+  std::string op;
+  xf_fn xf;
+#if defined(XFUNC_BENCH_TORCH)
+  std::function<torch::Tensor()> torch;
+#endif
+  std::string baseline;       // loop/... or copy/... ("" for none)
+  double baseline_target;     // xf t1 / baseline (0: info only)
+  double torch_target;        // xf t1 / torch t1 (0: info only)
+  std::string note;
+};
+
+#if defined(XFUNC_BENCH_TORCH)
+void run_torch(benchmark::State& st, int threads, const std::function<torch::Tensor()>& f) {
+  at::set_num_threads(threads);
+  openblas_set_num_threads(threads);
+  torch::NoGradGuard no_grad;
+  benchmark::DoNotOptimize(f().data_ptr());
+  for (auto _ : st) benchmark::DoNotOptimize(f().data_ptr());
+}
+#endif
+
+void add_op(const op_spec& s) {
+  using xfunc_bench::target;
+  for (int t : {1, 2}) {
+    const std::string ts = "/t" + std::to_string(t);
+    reg("xf/" + s.op + ts, [f = s.xf, t](benchmark::State& st) { run_xf(st, t, f); });
+#if defined(XFUNC_BENCH_TORCH)
+    reg("torch/" + s.op + ts, [f = s.torch, t](benchmark::State& st) { run_torch(st, t, f); });
+#endif
+  }
+  const std::string x1 = "xf/" + s.op + "/t1", x2 = "xf/" + s.op + "/t2";
+  if (!s.baseline.empty())
+    rows_out.push_back({x1, s.baseline, s.baseline_target > 0 ? target::ratio_max : target::info, s.baseline_target,
+                        s.note});
+#if defined(XFUNC_BENCH_TORCH)
+  rows_out.push_back({x1, "torch/" + s.op + "/t1", s.torch_target > 0 ? target::ratio_max : target::info,
+                      s.torch_target, "1 thread vs libtorch"});
+  rows_out.push_back({x2, "torch/" + s.op + "/t2", target::info, 0, "2 threads vs libtorch"});
+#endif
+  rows_out.push_back({x2, x1, target::info, 0, "2 threads vs 1 (speed-up = 1/ratio)"});
+}
+
+#if defined(XFUNC_BENCH_TORCH)
+struct torch_inputs {
+  torch::Tensor x, sq, sq2, big, mat, mat2, batch, batch2, rows, cols, targets2k, targets4k, mask, zeros_sq;
+  torch_inputs() {
+    const data_set& d = data();
+    auto f32 = [](const std::vector<float>& v, std::vector<std::int64_t> shape) {
+      return torch::from_blob(const_cast<float*>(v.data()), shape, torch::kFloat32).clone();
+    };
+    auto i64 = [](const std::vector<std::int64_t>& v, std::vector<std::int64_t> shape) {
+      return torch::from_blob(const_cast<std::int64_t*>(v.data()), shape, torch::kInt64).clone();
+    };
+    x = f32(d.x, {N});
+    sq = f32(d.sq, {S, S});
+    sq2 = f32(d.sq2, {S, S});
+    big = f32(d.big, {4096, 4096});
+    mat = f32(d.mat, {1024, 1024});
+    mat2 = f32(d.mat2, {1024, 1024});
+    batch = f32(d.batch, {64, 128, 128});
+    batch2 = f32(d.batch2, {64, 128, 128});
+    rows = i64(d.rows, {S});
+    cols = i64(d.cols, {S, S});
+    targets2k = i64(d.targets2k, {S});
+    targets4k = i64(d.targets4k, {4096});
+    mask = torch::from_blob(const_cast<char*>(d.mask.data()), {N}, torch::kBool).clone();
+    zeros_sq = torch::zeros({S, S});
+  }
+};
+const torch_inputs& tin() {
+  static const torch_inputs in;
+  return in;
+}
+#define TORCH_OP(expr) , [] { const torch_inputs& t = tin(); return expr; }
+#else
+#define TORCH_OP(expr)
+#endif
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using xfunc_bench::target;
+  using I = xf_inputs;
+  // scatter_add is internal (the gradient of gather); called as its op
+  auto scatter_add = [](const xf::tensor& base, std::int64_t dim, const xf::tensor& index, const xf::tensor& src) {
+    return xf::detail::call<xf::detail::scatter_add_op>({dim}, base, index, src);
+  };
+
+  // baselines: copies of the same bytes, and hand loops (one thread)
+  reg("copy/2^24 floats", [](benchmark::State& st) { copy_bytes(st, N); });
+  reg("copy/2048^2 floats", [](benchmark::State& st) { copy_bytes(st, S * S); });
+  reg("copy/2x2048^2 floats", [](benchmark::State& st) { copy_bytes(st, 2 * S * S); });
+  reg("loop/affine", [](benchmark::State& st) {
+    const float* x = data().x.data();
+    run_loop(st, N, [x](float* o) {
+      const float a = static_cast<float>(A), b = static_cast<float>(B);
+      for (std::int64_t i = 0; i < N; ++i) o[i] = x[i] * a + b;
+    });
+  });
+  reg("loop/exp", [](benchmark::State& st) {
+    const float* x = data().x.data();
+    run_loop(st, N, [x](float* o) {
+      for (std::int64_t i = 0; i < N; ++i) o[i] = std::exp(x[i]);
+    });
+  });
+  reg("loop/where", [](benchmark::State& st) {
+    const float* x = data().x.data();
+    const char* m = data().mask.data();
+    run_loop(st, N, [x, m](float* o) {
+      for (std::int64_t i = 0; i < N; ++i) o[i] = m[i] ? x[i] : 0.5f;
+    });
+  });
+  reg("loop/clamp", [](benchmark::State& st) {
+    const float* x = data().x.data();
+    run_loop(st, N, [x](float* o) {
+      for (std::int64_t i = 0; i < N; ++i) o[i] = std::min(std::max(x[i], -0.5f), 0.5f);
+    });
+  });
+  reg("loop/t()+a", [](benchmark::State& st) {
+    run_loop(st, S * S, [](float* o) { loop_transpose_add(data().sq.data(), o); });
+  });
+  reg("loop/t().contiguous()", [](benchmark::State& st) {
+    run_loop(st, S * S, [](float* o) { loop_transpose(data().sq.data(), o, S, S); });
+  });
+  reg("loop/t().contiguous() tiled", [](benchmark::State& st) {
+    run_loop(st, S * S, [](float* o) { loop_transpose_tiled(data().sq.data(), o, S, S); });
+  });
+  reg("loop/permute({2,0,1})", [](benchmark::State& st) {
+    // [64, 256, 256] -> [256, 64, 256]: o[c][a][b] = x[a][b][c], i.e. a [64*256, 256] transpose
+    run_loop(st, S * S, [](float* o) { loop_transpose(data().sq.data(), o, 64 * 256, 256); });
+  });
+  reg("loop/index_select", [](benchmark::State& st) {
+    run_loop(st, S * S, [](float* o) {
+      const float* a = data().sq.data();
+      const std::int64_t* r = data().rows.data();
+      for (std::int64_t i = 0; i < S; ++i) std::memcpy(o + i * S, a + r[i] * S, S * sizeof(float));
+    });
+  });
+  reg("loop/gather", [](benchmark::State& st) {
+    run_loop(st, S * S, [](float* o) {
+      const float* a = data().sq.data();
+      const std::int64_t* c = data().cols.data();
+      for (std::int64_t i = 0; i < S; ++i)
+        for (std::int64_t j = 0; j < S; ++j) o[i * S + j] = a[i * S + c[i * S + j]];
+    });
+  });
+  reg("loop/scatter_add", [](benchmark::State& st) {
+    run_loop(st, S * S, [](float* o) {
+      const float* a = data().sq.data();
+      const std::int64_t* c = data().cols.data();
+      std::memset(o, 0, S * S * sizeof(float));
+      for (std::int64_t i = 0; i < S; ++i)
+        for (std::int64_t j = 0; j < S; ++j) o[i * S + c[i * S + j]] += a[i * S + j];
+    });
+  });
+  reg("blas/mm 1024", [](benchmark::State& st) {
+    openblas_set_num_threads(1);
+    run_loop(st, 1024 * 1024, [](float* o) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1024, 1024, 1024, 1.f, data().mat.data(), 1024,
+                  data().mat2.data(), 1024, 0.f, o, 1024);
+    });
+  });
+  reg("blas/bmm 64x128^3 loop", [](benchmark::State& st) {
+    openblas_set_num_threads(1);
+    run_loop(st, 64 * 128 * 128, [](float* o) {
+      for (std::int64_t p = 0; p < 64; ++p)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 128, 128, 128, 1.f, data().batch.data() + p * 128 * 128,
+                    128, data().batch2.data() + p * 128 * 128, 128, 0.f, o + p * 128 * 128, 128);
+    });
+  });
+  reg("loop/sum", [](benchmark::State& st) {
+    run_loop(st, 1, [](float* o) {
+      const float* a = data().sq.data();
+      float acc[16] = {};
+      for (std::int64_t i = 0; i < S * S; i += 16)
+        for (int l = 0; l < 16; ++l) acc[l] += a[i + l];
+      float s = 0;
+      for (float v : acc) s += v;
+      o[0] = s;
+    });
+  });
+  reg("loop/sum 4096^2", [](benchmark::State& st) {
+    run_loop(st, 1, [](float* o) {
+      const float* a = data().big.data();
+      float acc[16] = {};
+      for (std::int64_t i = 0; i < 4096 * 4096; i += 16)
+        for (int l = 0; l < 16; ++l) acc[l] += a[i + l];
+      float s = 0;
+      for (float v : acc) s += v;
+      o[0] = s;
+    });
+  });
+
+  const double none = 0;
+  // pointwise, 2^24 elements
+  add_op({"x*a+b", [](const I& in) { return in.x * A + B; } TORCH_OP(t.x * A + B), "copy/2^24 floats", 1.25, none,
+          "vs memcpy of the same bytes (target <= 1.25x)"});
+  rows_out.push_back({"xf/x*a+b/t1", "loop/affine", target::info, 0, "vs hand loop"});
+  add_op({"exp", [](const I& in) { return xf::exp(in.x); } TORCH_OP(torch::exp(t.x)), "copy/2^24 floats", 1.25, none,
+          "vs memcpy of the same bytes (target <= 1.25x)"});
+  rows_out.push_back({"xf/exp/t1", "loop/exp", target::info, 0, "vs hand loop (std::exp)"});
+  add_op({"where", [](const I& in) { return xf::where(in.mask, in.x, xf::full({}, 0.5)); }
+          TORCH_OP(torch::where(t.mask, t.x, torch::scalar_tensor(0.5f))), "loop/where", 0, 1.0, "vs hand loop"});
+  add_op({"clamp", [](const I& in) { return xf::clamp(in.x, -0.5, 0.5); } TORCH_OP(torch::clamp(t.x, -0.5, 0.5)),
+          "loop/clamp", 0, 1.0, "vs hand loop"});
+  // copies of transposed and permuted views, 2048 x 2048
+  add_op({"t()+a", [](const I& in) { return in.sq.t() + in.sq; } TORCH_OP(t.sq.t() + t.sq), "loop/t()+a", 0, 1 / 3.0,
+          "vs naive hand loop"});
+  add_op({"t().contiguous()", [](const I& in) { return in.sq.t().contiguous(); } TORCH_OP(t.sq.t().contiguous()),
+          "copy/2048^2 floats", 0, 1 / 3.0, "vs memcpy of the same bytes"});
+  rows_out.push_back({"xf/t().contiguous()/t1", "loop/t().contiguous() tiled", target::info, 0, "vs tiled hand loop"});
+  add_op({"permute({2,0,1}).contiguous() [64,256,256]",
+          [](const I& in) { return in.sq.view({64, 256, 256}).permute({2, 0, 1}).contiguous(); }
+          TORCH_OP(t.sq.view({64, 256, 256}).permute({2, 0, 1}).contiguous()),
+          "copy/2048^2 floats", 0, 1 / 3.0, "vs memcpy of the same bytes"});
+  // indexing, cat, stack
+  add_op({"index_select(dim 0)", [](const I& in) { return xf::index_select(in.sq, 0, in.rows); }
+          TORCH_OP(torch::index_select(t.sq, 0, t.rows)), "loop/index_select", 0, 1.0, "vs hand loop"});
+  add_op({"gather(dim 1)", [](const I& in) { return xf::gather(in.sq, 1, in.cols); }
+          TORCH_OP(torch::gather(t.sq, 1, t.cols)), "loop/gather", 0, 1.0, "vs hand loop"});
+  add_op({"scatter_add(dim 1)", [scatter_add](const I& in) { return scatter_add(in.zeros_sq, 1, in.cols, in.sq); }
+          TORCH_OP(t.zeros_sq.scatter_add(1, t.cols, t.sq)), "loop/scatter_add", 0, 1.0, "vs hand loop"});
+  add_op({"cat(dim 0)", [](const I& in) { return xf::cat({in.sq, in.sq2}, 0); } TORCH_OP(torch::cat({t.sq, t.sq2}, 0)),
+          "copy/2x2048^2 floats", 0, 1.0, "vs memcpy of the same bytes"});
+  add_op({"cat(dim 1)", [](const I& in) { return xf::cat({in.sq, in.sq2}, 1); } TORCH_OP(torch::cat({t.sq, t.sq2}, 1)),
+          "copy/2x2048^2 floats", 0, 1.0, "vs memcpy of the same bytes"});
+  add_op({"stack(dim 1)", [](const I& in) { return xf::stack({in.sq, in.sq2}, 1); }
+          TORCH_OP(torch::stack({t.sq, t.sq2}, 1)), "copy/2x2048^2 floats", 0, 1.0, "vs memcpy of the same bytes"});
+  // matmul
+  add_op({"mm 1024", [](const I& in) { return xf::mm(in.mat, in.mat2); } TORCH_OP(torch::mm(t.mat, t.mat2)),
+          "blas/mm 1024", 1.05, 1.05, "vs cblas_sgemm"});
+  add_op({"mm 1024 (a.t(), b)", [](const I& in) { return xf::mm(in.mat.t(), in.mat2); }
+          TORCH_OP(torch::mm(t.mat.t(), t.mat2)), "blas/mm 1024", 1.05, 1.05, "vs cblas_sgemm (no transpose)"});
+  add_op({"mm 1024 (a, b.t())", [](const I& in) { return xf::mm(in.mat, in.mat2.t()); }
+          TORCH_OP(torch::mm(t.mat, t.mat2.t())), "blas/mm 1024", 1.05, 1.05, "vs cblas_sgemm (no transpose)"});
+  add_op({"bmm 64x128^3", [](const I& in) { return xf::bmm(in.batch, in.batch2); }
+          TORCH_OP(torch::bmm(t.batch, t.batch2)), "blas/bmm 64x128^3 loop", 0, 1.1, "vs a loop of cblas_sgemm"});
+  add_op({"vmap(matmul) 64x128^3",
+          [](const I& in) {
+            return xf::vmap([](const xf::tensor& a, const xf::tensor& b) { return xf::matmul(a, b); })(in.batch,
+                                                                                                        in.batch2);
+          } TORCH_OP(torch::bmm(t.batch, t.batch2)),
+          "blas/bmm 64x128^3 loop", 0, 1.1, "vs a loop of cblas_sgemm; libtorch: torch::bmm"});
+  // reductions (the lead's kernels; measured as they are)
+  add_op({"sum(a) 2048^2", [](const I& in) { return xf::sum(in.sq); } TORCH_OP(torch::sum(t.sq)), "loop/sum", 0, none,
+          "vs hand loop"});
+  add_op({"sum(a) 4096^2", [](const I& in) { return xf::sum(in.big); } TORCH_OP(torch::sum(t.big)), "loop/sum 4096^2",
+          0, none, "vs hand loop"});
+  for (int n : {2048, 4096}) {
+    const std::string sz = " " + std::to_string(n) + "^2";
+    auto pick = [n](const I& in) -> const xf::tensor& { return n == 2048 ? in.sq : in.big; };
+#if defined(XFUNC_BENCH_TORCH)
+    auto tpick = [n]() -> const torch::Tensor& { return n == 2048 ? tin().sq : tin().big; };
+#define TORCH_OPN(expr) , [tpick] { const torch::Tensor& a = tpick(); return expr; }
+#else
+#define TORCH_OPN(expr)
+#endif
+    add_op({"sum(a,{0})" + sz, [pick](const I& in) { return xf::sum(pick(in), {0}); } TORCH_OPN(torch::sum(a, {0})),
+            "", 0, none, ""});
+    add_op({"sum(a,{1})" + sz, [pick](const I& in) { return xf::sum(pick(in), {1}); } TORCH_OPN(torch::sum(a, {1})),
+            "", 0, none, ""});
+    add_op({"amax(a,{1})" + sz, [pick](const I& in) { return xf::amax(pick(in), {1}); }
+            TORCH_OPN(torch::amax(a, {1})), "", 0, none, ""});
+    add_op({"softmax(a,1)" + sz, [pick](const I& in) { return xf::softmax(pick(in), 1); }
+            TORCH_OPN(torch::softmax(a, 1)), "", 0, none, ""});
+    add_op({"log_softmax(a,1)" + sz, [pick](const I& in) { return xf::log_softmax(pick(in), 1); }
+            TORCH_OPN(torch::log_softmax(a, 1)), "", 0, none, ""});
+    add_op({"logsumexp(a,{1})" + sz, [pick](const I& in) { return xf::logsumexp(pick(in), {1}); }
+            TORCH_OPN(torch::logsumexp(a, {1})), "", 0, none, ""});
+#if defined(XFUNC_BENCH_TORCH)
+    auto ttargets = [n]() -> const torch::Tensor& { return n == 2048 ? tin().targets2k : tin().targets4k; };
+#endif
+    add_op({"cross_entropy" + sz,
+            [n, pick](const I& in) { return xf::cross_entropy(pick(in), n == 2048 ? in.targets2k : in.targets4k); }
+#if defined(XFUNC_BENCH_TORCH)
+            , [tpick, ttargets] { return torch::nn::functional::cross_entropy(tpick(), ttargets()); }
+#endif
+            , "", 0, none, ""});
+#undef TORCH_OPN
+  }
+  // 2 threads: the target for large pointwise work
+  rows_out.push_back({"xf/x*a+b/t2", "xf/x*a+b/t1", target::ratio_max, 1 / 1.6, "2 threads >= 1.6x 1-thread throughput"});
+  rows_out.push_back({"xf/exp/t2", "xf/exp/t1", target::ratio_max, 1 / 1.6, "2 threads >= 1.6x 1-thread throughput"});
+  rows_out.push_back({"xf/sum(a,{1}) 4096^2/t2", "xf/sum(a,{1}) 4096^2/t1", target::ratio_max, 1 / 1.6,
+                      "2 threads >= 1.6x 1-thread throughput (reductions)"});
+  rows_out.push_back({"xf/sum(a) 4096^2/t2", "xf/sum(a) 4096^2/t1", target::ratio_max, 1 / 1.6,
+                      "2 threads >= 1.6x 1-thread throughput (reductions)"});
+#if !defined(XFUNC_BENCH_TORCH)
+  std::printf("libtorch was not found by CMake: xfunc is compared with copies and hand loops only\n");
+#endif
+  return xfunc_bench::run_and_report(argc, argv, rows_out);
+}

@@ -1,0 +1,334 @@
+#pragma once
+// Copies between strided layouts (NOTE: [Strided copies]): the kernel behind gather_into,
+// materialize, clone / contiguous, write_through and cat / stack.
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
+
+#include <xfunc/backend/parallel.hpp>
+#include <xfunc/core/shape.hpp>
+
+namespace xfunc::detail::backend {
+
+// NOTE: [Strided copies]
+// Every copy from one layout to another (a permuted, transposed, sliced, flipped or broadcast
+// view into a contiguous buffer, a contiguous value into a strided view, an input of cat into its
+// slice of the result) goes through strided_copy, which first simplifies the layout:
+//  - size-1 dims are dropped;
+//  - the dims are ordered by the destination's strides, largest first, so the destination is
+//    written in memory order whatever the view;
+//  - neighbouring dims that are contiguous with each other in both source and destination are
+//    merged (a contiguous copy of any rank becomes one long row).
+// What is left is copied as rows of the innermost dim, each a plain loop that the compiler
+// vectorises when the source is contiguous (or a fill when it is broadcast) along it. When the
+// source is instead contiguous along another dim (a transpose, most permutations), reading rows
+// would touch one cache line per element; those two dims are copied in copy_tile x copy_tile
+// tiles, so that every line read or written is used whole while it is in L1. No per-element
+// index arithmetic remains in any inner loop: a position is decoded once per task and advanced
+// per row.
+// The work is split into tasks of about copy_grain elements (rows, bands of tiles, or pieces of
+// one long row); the split depends only on the layout, and a copy does no arithmetic, so the
+// result is the same for every thread count (NOTE: [Threads]). Small copies run on the calling
+// thread (parallel_for's threshold).
+inline constexpr std::int64_t copy_grain = std::int64_t(1) << 15;
+inline constexpr std::int64_t copy_tile = 32;
+
+/// A copy layout after simplification: `rank` dims, outermost first, with extents and the
+/// destination's and the source's strides (in elements).
+struct copy_layout {
+  int rank = 0;
+  bool empty = false;
+  // (entries past rank are never read; not zeroed, as small copies are frequent)
+  std::int64_t n[shape_t::max_dims];
+  std::int64_t ds[shape_t::max_dims];
+  std::int64_t ss[shape_t::max_dims];
+};
+
+inline std::int64_t abs_stride(std::int64_t s) { return s < 0 ? -s : s; }
+
+/// Simplifies the layout of a copy of `shape` (see NOTE: [Strided copies]).
+inline copy_layout simplify_copy(const shape_t& shape, const shape_t& dst_strides, const shape_t& src_strides) {
+  copy_layout L;
+  int r = 0;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) {
+      L.empty = true;
+      return L;
+    }
+    if (shape[i] == 1) continue;
+    L.n[r] = shape[i];
+    L.ds[r] = dst_strides[i];
+    L.ss[r] = src_strides[i];
+    ++r;
+  }
+  // insertion sort by |destination stride|, largest first (stable: ties keep their order)
+  for (int i = 1; i < r; ++i) {
+    const std::int64_t n = L.n[i], d = L.ds[i], s = L.ss[i];
+    int j = i;
+    for (; j > 0 && abs_stride(L.ds[j - 1]) < abs_stride(d); --j) {
+      L.n[j] = L.n[j - 1];
+      L.ds[j] = L.ds[j - 1];
+      L.ss[j] = L.ss[j - 1];
+    }
+    L.n[j] = n;
+    L.ds[j] = d;
+    L.ss[j] = s;
+  }
+  // merge dim i into dim i + 1 when i steps over whole rows of i + 1 on both sides (the strides
+  // are those of elements that exist, so the products fit)
+  int m = 0;
+  for (int i = 0; i < r; ++i) {
+    if (m > 0 && L.ds[m - 1] == L.ds[i] * L.n[i] && L.ss[m - 1] == L.ss[i] * L.n[i]) {
+      L.n[m - 1] *= L.n[i];
+      L.ds[m - 1] = L.ds[i];
+      L.ss[m - 1] = L.ss[i];
+      continue;
+    }
+    L.n[m] = L.n[i];
+    L.ds[m] = L.ds[i];
+    L.ss[m] = L.ss[i];
+    ++m;
+  }
+  L.rank = m;
+  return L;
+}
+
+/// A position in K strided layouts of the same shape (the outer dims of a copy, say), advanced
+/// row by row: a division per dim only when a task seeks its first position.
+template <int K>
+struct strided_cursor {
+  static constexpr int max = static_cast<int>(shape_t::max_dims) + 1;
+  int rank = 0;
+  std::int64_t ext[max] = {}, idx[max] = {};
+  std::int64_t st[K][max] = {};
+  std::int64_t off[K] = {};
+
+  void add_dim(std::int64_t extent, const std::int64_t (&strides)[K]) {
+    ext[rank] = extent;
+    for (int q = 0; q < K; ++q) st[q][rank] = strides[q];
+    ++rank;
+  }
+  std::int64_t count() const {
+    std::int64_t c = 1;
+    for (int d = 0; d < rank; ++d) c *= ext[d];
+    return c;
+  }
+  /// Moves to the u-th position (row-major).
+  void seek(std::int64_t u) {
+    for (int q = 0; q < K; ++q) off[q] = 0;
+    for (int d = rank; d-- > 0;) {
+      idx[d] = u % ext[d];
+      u /= ext[d];
+      for (int q = 0; q < K; ++q) off[q] += idx[d] * st[q][d];
+    }
+  }
+  void reset() {
+    for (int q = 0; q < K; ++q) off[q] = 0;
+    for (int d = 0; d < rank; ++d) idx[d] = 0;
+  }
+  void next() {
+    for (int d = rank; d-- > 0;) {
+      if (++idx[d] < ext[d]) {
+        for (int q = 0; q < K; ++q) off[q] += st[q][d];
+        return;
+      }
+      for (int q = 0; q < K; ++q) off[q] -= st[q][d] * (ext[d] - 1);
+      idx[d] = 0;
+    }
+  }
+};
+using copy_cursor = strided_cursor<2>;  // offsets: destination, source
+
+/// The positions of `rows` (a cursor over the outer dims) times an innermost dim of n_inner, in
+/// row-major order, split into tasks of `grain` positions run over the thread pool; each task
+/// calls f(cursor, begin, end, position) for the pieces of rows it covers, in order, where
+/// [begin, end) is a range of the innermost dim and `position` the row-major position of begin.
+template <int K, class F>
+void for_each_row_piece(const strided_cursor<K>& rows, std::int64_t n_inner, std::int64_t grain, F&& f) {
+  const std::int64_t total = rows.count() * n_inner;  // the element count of a tensor: fits
+  if (total == 0) return;
+  parallel_for((total + grain - 1) / grain, grain, [&](std::int64_t t) {
+    std::int64_t e = t * grain;
+    const std::int64_t end = total - e < grain ? total : e + grain;
+    strided_cursor<K> c = rows;
+    c.seek(e / n_inner);
+    std::int64_t col = e % n_inner;
+    while (e < end) {
+      const std::int64_t len = n_inner - col < end - e ? n_inner - col : end - e;
+      f(static_cast<const strided_cursor<K>&>(c), col, col + len, e);
+      e += len;
+      col = 0;
+      c.next();
+    }
+  });
+}
+
+template <class T, class S>
+inline T convert_element(S v) {
+  return static_cast<T>(v);
+}
+
+/// d[i * dstep] = s[i * sstep] for i in [0, n), converting.
+template <class T, class S>
+void copy_row(T* __restrict d, std::int64_t dstep, const S* __restrict s, std::int64_t sstep, std::int64_t n) {
+  if (dstep == 1) {
+    if (sstep == 1) {
+      if constexpr (std::is_same_v<T, S>) std::memcpy(d, s, static_cast<std::size_t>(n) * sizeof(T));
+      else
+        for (std::int64_t i = 0; i < n; ++i) d[i] = convert_element<T>(s[i]);
+    } else if (sstep == 0) {
+      const T v = convert_element<T>(s[0]);
+      for (std::int64_t i = 0; i < n; ++i) d[i] = v;
+    } else {
+      for (std::int64_t i = 0; i < n; ++i) d[i] = convert_element<T>(s[i * sstep]);
+    }
+  } else if (sstep == 1) {
+    for (std::int64_t i = 0; i < n; ++i) d[i * dstep] = convert_element<T>(s[i]);
+  } else {
+    for (std::int64_t i = 0; i < n; ++i) d[i * dstep] = convert_element<T>(s[i * sstep]);
+  }
+}
+
+// Transposes of square blocks held in SIMD registers: 8 x 8 elements of 4 bytes, 4 x 4 of 8
+// bytes (32-byte vectors; GCC and Clang lower them to two 16-byte halves where AVX is off). The
+// shuffles are those of the AVX unpack / shuffle / permute2f128 sequence, so with AVX each is
+// one instruction. They move bits, so they serve every type of that size.
+typedef std::uint32_t simd_u32x8 __attribute__((vector_size(32)));
+typedef std::uint64_t simd_u64x4 __attribute__((vector_size(32)));
+
+/// d[i * ld + j] = s[j * ls + i] for an 8 x 8 block of 4-byte elements.
+inline void transpose_block(const std::uint32_t* s, std::int64_t ls, std::uint32_t* d, std::int64_t ld) {
+  simd_u32x8 r[8];
+  for (int q = 0; q < 8; ++q) std::memcpy(&r[q], s + q * ls, sizeof(simd_u32x8));
+  simd_u32x8 t[8], u[8];
+  for (int q = 0; q < 8; q += 2) {
+    t[q] = __builtin_shufflevector(r[q], r[q + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[q + 1] = __builtin_shufflevector(r[q], r[q + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  for (int q = 0; q < 8; q += 4) {
+    u[q] = __builtin_shufflevector(t[q], t[q + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[q + 1] = __builtin_shufflevector(t[q], t[q + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    u[q + 2] = __builtin_shufflevector(t[q + 1], t[q + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[q + 3] = __builtin_shufflevector(t[q + 1], t[q + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  for (int q = 0; q < 4; ++q) {
+    const simd_u32x8 lo = __builtin_shufflevector(u[q], u[q + 4], 0, 1, 2, 3, 8, 9, 10, 11);
+    const simd_u32x8 hi = __builtin_shufflevector(u[q], u[q + 4], 4, 5, 6, 7, 12, 13, 14, 15);
+    std::memcpy(d + q * ld, &lo, sizeof lo);
+    std::memcpy(d + (q + 4) * ld, &hi, sizeof hi);
+  }
+}
+/// d[i * ld + j] = s[j * ls + i] for a 4 x 4 block of 8-byte elements.
+inline void transpose_block(const std::uint64_t* s, std::int64_t ls, std::uint64_t* d, std::int64_t ld) {
+  simd_u64x4 r[4];
+  for (int q = 0; q < 4; ++q) std::memcpy(&r[q], s + q * ls, sizeof(simd_u64x4));
+  const simd_u64x4 t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6), t1 = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7);
+  const simd_u64x4 t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6), t3 = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
+  const simd_u64x4 o[4] = {__builtin_shufflevector(t0, t2, 0, 1, 4, 5), __builtin_shufflevector(t1, t3, 0, 1, 4, 5),
+                           __builtin_shufflevector(t0, t2, 2, 3, 6, 7), __builtin_shufflevector(t1, t3, 2, 3, 6, 7)};
+  for (int q = 0; q < 4; ++q) std::memcpy(d + q * ld, &o[q], sizeof(simd_u64x4));
+}
+
+/// One tile: rows along dim k (nk <= copy_tile of them), columns along the innermost dim (nl <=
+/// copy_tile). In the usual transpose (destination contiguous along the columns, source along
+/// the rows) the tile is copied in square blocks transposed in registers, each reading and
+/// writing whole runs of 32 bytes; the edges that do not fill a block, and conversions, go
+/// through a buffer in L1. Reading the source column by column instead would keep copy_tile
+/// lines open at once, and with power-of-two strides (2048 floats, say) they all fall into the
+/// same cache set, which holds far fewer: every read would miss.
+template <class T, class S>
+void copy_tile_block(T* __restrict d, std::int64_t dk, std::int64_t dl, const S* __restrict s, std::int64_t sk,
+                     std::int64_t sl, std::int64_t nk, std::int64_t nl) {
+  if (dl != 1 || sk != 1) {
+    for (std::int64_t i = 0; i < nk; ++i)
+      for (std::int64_t j = 0; j < nl; ++j) d[i * dk + j * dl] = convert_element<T>(s[i * sk + j * sl]);
+    return;
+  }
+  std::int64_t bk = 0, bl = 0;  // the part done in register blocks
+  if constexpr (std::is_same_v<T, S> && (sizeof(T) == 4 || sizeof(T) == 8)) {
+    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    constexpr std::int64_t w = 32 / sizeof(T);
+    bk = nk / w * w;
+    bl = nl / w * w;
+    for (std::int64_t j = 0; j < bl; j += w)
+      for (std::int64_t i = 0; i < bk; i += w)
+        transpose_block(reinterpret_cast<const U*>(s + i + j * sl), sl, reinterpret_cast<U*>(d + i * dk + j), dk);
+    if (bk == nk && bl == nl) return;
+  }
+  // the rest: rows [bk, nk) of every column, and columns [bl, nl) of rows [0, bk)
+  alignas(64) T buf[copy_tile][copy_tile];
+  for (std::int64_t j = 0; j < nl; ++j) {
+    const S* __restrict run = s + j * sl;
+    for (std::int64_t i = j < bl ? bk : 0; i < nk; ++i) buf[i][j] = convert_element<T>(run[i]);
+  }
+  for (std::int64_t i = 0; i < nk; ++i) {
+    const std::int64_t from = i < bk ? bl : 0;
+    std::memcpy(d + i * dk + from, buf[i] + from, static_cast<std::size_t>(nl - from) * sizeof(T));
+  }
+}
+
+/// Copies the elements of the simplified layout L from src to dst (both pointing at the
+/// element at index 0), converting S to T. See NOTE: [Strided copies].
+template <class T, class S>
+void strided_copy(const copy_layout& L, T* dst, const S* src) {
+  if (L.empty) return;
+  if (L.rank == 0) {
+    dst[0] = convert_element<T>(src[0]);
+    return;
+  }
+  const int inner = L.rank - 1;
+  const std::int64_t nl = L.n[inner], dl = L.ds[inner], sl = L.ss[inner];
+  if (L.rank == 1 && nl <= copy_grain) {  // one short row
+    copy_row<T, S>(dst, dl, src, sl, nl);
+    return;
+  }
+  // the dim (other than the innermost) along which the source is most contiguous
+  int k = -1;
+  for (int i = 0; i < inner; ++i)
+    if (L.ss[i] != 0 && (k < 0 || abs_stride(L.ss[i]) < abs_stride(L.ss[k]))) k = i;
+  const bool tiled = k >= 0 && abs_stride(L.ss[k]) < abs_stride(sl) && abs_stride(sl) > 1 && nl >= 4;
+  if (tiled) {
+    // units: (outer position, band of copy_tile rows along k); each copies band x nl in tiles
+    copy_cursor c;
+    for (int i = 0; i < inner; ++i)
+      if (i != k) c.add_dim(L.n[i], {L.ds[i], L.ss[i]});
+    const std::int64_t nk = L.n[k], bands = (nk + copy_tile - 1) / copy_tile;
+    c.add_dim(bands, {L.ds[k] * copy_tile, L.ss[k] * copy_tile});
+    const std::int64_t units = c.count();
+    const std::int64_t unit_work = copy_tile * nl;
+    const std::int64_t per_task = unit_work >= copy_grain ? 1 : copy_grain / unit_work;
+    const std::int64_t n_tasks = (units + per_task - 1) / per_task;
+    const std::int64_t dk = L.ds[k], sk = L.ss[k];
+    parallel_for(n_tasks, per_task * unit_work, [&](std::int64_t t) {
+      copy_cursor cur = c;
+      const std::int64_t u0 = t * per_task, u1 = u0 + per_task < units ? u0 + per_task : units;
+      cur.seek(u0);
+      for (std::int64_t u = u0; u < u1; ++u, cur.next()) {
+        const std::int64_t band = cur.idx[cur.rank - 1];
+        const std::int64_t rows = nk - band * copy_tile < copy_tile ? nk - band * copy_tile : copy_tile;
+        for (std::int64_t j = 0; j < nl; j += copy_tile) {
+          const std::int64_t cols = nl - j < copy_tile ? nl - j : copy_tile;
+          copy_tile_block<T, S>(dst + cur.off[0] + j * dl, dk, dl, src + cur.off[1] + j * sl, sk, sl, rows, cols);
+        }
+      }
+    });
+    return;
+  }
+  // rows of the innermost dim, in tasks of copy_grain elements
+  copy_cursor rows;
+  for (int i = 0; i < inner; ++i) rows.add_dim(L.n[i], {L.ds[i], L.ss[i]});
+  for_each_row_piece(rows, nl, copy_grain, [&](const copy_cursor& c, std::int64_t b, std::int64_t e, std::int64_t) {
+    copy_row<T, S>(dst + c.off[0] + b * dl, dl, src + c.off[1] + b * sl, sl, e - b);
+  });
+}
+
+/// Copies `shape` elements from src (strides ss) to dst (strides ds), converting S to T; both
+/// pointers at the element with index 0. The destination's elements must be distinct and must
+/// not overlap the source's.
+template <class T, class S>
+void strided_copy(const shape_t& shape, T* dst, const shape_t& ds, const S* src, const shape_t& ss) {
+  strided_copy<T, S>(simplify_copy(shape, ds, ss), dst, src);
+}
+
+}  // namespace xfunc::detail::backend

@@ -1,0 +1,547 @@
+// Every CPU kernel path that splits work over the thread pool (NOTE: [Threads]): contiguous,
+// strided, broadcast, transposed and permuted operands, empty and one-element tensors, every
+// dtype; results checked against plain loops over the inputs' elements, and bitwise equal with
+// 1, 2 and 3 threads (sizes above the parallel threshold, odd extents).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include <xfunc/xfunc.hpp>
+
+namespace xf = xfunc;
+
+namespace {
+
+/// Reads the elements of a tensor (any layout) by row-major position, as doubles.
+struct reader {
+  xf::tensor t;  // kept alive: the cache below is keyed by its impl
+  xf::shape_t shape, strides;
+  const void* p = nullptr;
+  explicit reader(const xf::tensor& x) : t(x), shape(x.shape()), strides(x.strides()) {
+    switch (x.dtype()) {
+      case xf::dtype::float32: p = x.impl()->data<float>(); break;
+      case xf::dtype::float64: p = x.impl()->data<double>(); break;
+      case xf::dtype::int64: p = x.impl()->data<std::int64_t>(); break;
+      case xf::dtype::boolean: p = x.impl()->data<bool>(); break;
+    }
+  }
+  double operator()(std::int64_t i) const {
+    std::int64_t off = 0;
+    for (std::size_t d = shape.size(); d-- > 0;) {
+      off += (i % shape[d]) * strides[d];
+      i /= shape[d];
+    }
+    switch (t.dtype()) {
+      case xf::dtype::float32: return static_cast<const float*>(p)[off];
+      case xf::dtype::float64: return static_cast<const double*>(p)[off];
+      case xf::dtype::int64: return static_cast<double>(static_cast<const std::int64_t*>(p)[off]);
+      case xf::dtype::boolean: return static_cast<const bool*>(p)[off] ? 1.0 : 0.0;
+    }
+    return 0;
+  }
+};
+
+/// The element of t at row-major position i, read through its strides, as a double (the
+/// readers of the last few tensors asked for are kept).
+double value_at(const xf::tensor& t, std::int64_t i) {
+  static std::vector<reader> cache;
+  for (const reader& r : cache)
+    if (r.t.impl() == t.impl()) return r(i);
+  if (cache.size() == 8) cache.erase(cache.begin());
+  cache.emplace_back(t);
+  return cache.back()(i);
+}
+
+/// The multi-index of row-major position i in shape.
+std::vector<std::int64_t> unravel(std::int64_t i, const xf::shape_t& shape) {
+  std::vector<std::int64_t> idx(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    idx[d] = i % shape[d];
+    i /= shape[d];
+  }
+  return idx;
+}
+std::int64_t ravel(const std::vector<std::int64_t>& idx, const xf::shape_t& shape) {
+  std::int64_t i = 0;
+  for (std::size_t d = 0; d < shape.size(); ++d) i = i * shape[d] + idx[d];
+  return i;
+}
+
+/// Elementwise bitwise equality of two tensors of the same dtype and shape.
+bool bitwise_equal(const xf::tensor& a, const xf::tensor& b) {
+  if (a.dtype() != b.dtype() || !(a.shape() == b.shape())) return false;
+  const xf::tensor ac = a.contiguous(), bc = b.contiguous();
+  const std::size_t bytes = static_cast<std::size_t>(ac.numel()) * xf::dtype_size(ac.dtype());
+  return bytes == 0 ||
+         std::memcmp(ac.impl()->data<unsigned char>(), bc.impl()->data<unsigned char>(), bytes) == 0;
+}
+
+/// f() with 1 thread, checked bitwise equal to f() with 2 and 3 threads.
+xf::tensor same_at_every_thread_count(const std::function<xf::tensor()>& f) {
+  xf::set_num_threads(1);
+  const xf::tensor r1 = f().contiguous();
+  for (int n : {2, 3}) {
+    xf::set_num_threads(n);
+    const xf::tensor rn = f();
+    INFO("threads " << n);
+    CHECK(bitwise_equal(r1, rn));
+  }
+  xf::set_num_threads(2);
+  return r1;
+}
+
+/// Checks got[i] == expect(i) for every element (exactly, or within rtol).
+template <class E>
+void check_elements(const xf::tensor& got, E expect, double rtol = 0) {
+  std::int64_t bad = 0, first = -1;
+  for (std::int64_t i = 0, n = got.numel(); i < n; ++i) {
+    const double g = value_at(got, i), e = expect(i);
+    const bool ok = rtol == 0 ? g == e : std::abs(g - e) <= rtol * (1 + std::abs(e));
+    if (!ok && bad++ == 0) first = i;
+  }
+  INFO("first mismatch at " << first << " of " << got.numel());
+  CHECK(bad == 0);
+}
+
+xf::tensor random_of(const xf::shape_t& shape, xf::dtype dt) {
+  switch (dt) {
+    case xf::dtype::float32:
+    case xf::dtype::float64: return xf::randn(shape, dt);
+    case xf::dtype::int64: return (xf::randn(shape, xf::f64) * 1000.0).to(xf::i64);
+    case xf::dtype::boolean: return xf::randn(shape) > 0.0;
+  }
+  return {};
+}
+
+const xf::dtype all_dtypes[] = {xf::f32, xf::f64, xf::i64, xf::b8};
+
+double as_dtype(double v, xf::dtype dt) {
+  switch (dt) {
+    case xf::dtype::float32: return static_cast<float>(v);
+    case xf::dtype::int64: return static_cast<double>(static_cast<std::int64_t>(v));
+    case xf::dtype::boolean: return v != 0 ? 1.0 : 0.0;
+    default: return v;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("copies of every layout into contiguous buffers (clone, contiguous, to)", "[backend][copy]") {
+  struct layout {
+    const char* name;
+    std::function<xf::tensor(const xf::tensor&)> view;
+    xf::shape_t base;
+  };
+  const std::vector<layout> layouts = {
+      {"contiguous", [](const xf::tensor& x) { return x; }, {257, 263}},
+      {"transposed 2-d", [](const xf::tensor& x) { return x.t(); }, {257, 263}},
+      {"permute {2,0,1}", [](const xf::tensor& x) { return x.permute({2, 0, 1}); }, {17, 65, 61}},
+      {"permute {1,2,0}", [](const xf::tensor& x) { return x.permute({1, 2, 0}); }, {17, 65, 61}},
+      {"permute {0,2,1}", [](const xf::tensor& x) { return x.permute({0, 2, 1}); }, {17, 65, 61}},
+      {"narrow (strided rows)", [](const xf::tensor& x) { return x.narrow(1, 3, 250); }, {257, 263}},
+      {"narrow then transpose", [](const xf::tensor& x) { return x.narrow(0, 1, 255).t(); }, {257, 263}},
+      {"select (strided 1-d)", [](const xf::tensor& x) { return x.select(1, 1); }, {70001, 2}},
+      {"expand (broadcast rows)", [](const xf::tensor& x) { return x.expand({301, 263}); }, {1, 263}},
+      {"expand (broadcast columns)", [](const xf::tensor& x) { return x.expand({301, 263}); }, {301, 1}},
+      {"transposed narrow column", [](const xf::tensor& x) { return x.t().narrow(0, 2, 1); }, {70001, 5}},
+      {"empty", [](const xf::tensor& x) { return x.t(); }, {0, 7}},
+      {"one element", [](const xf::tensor& x) { return x.t(); }, {1, 1}},
+      {"0-d", [](const xf::tensor& x) { return x; }, {}},
+  };
+  for (const auto& l : layouts)
+    for (xf::dtype dt : all_dtypes) {
+      INFO(l.name << ", " << dt);
+      const xf::tensor x = random_of(l.base, dt);
+      const xf::tensor v = l.view(x);
+      const xf::tensor c = same_at_every_thread_count([&] { return v.clone(); });
+      CHECK(c.dtype() == dt);
+      if (c.numel() > 0) CHECK(c.is_contiguous());  // (a fresh empty tensor's strides are not contiguous ones)
+      check_elements(c, [&](std::int64_t i) { return value_at(v, i); });
+      const xf::tensor k = same_at_every_thread_count([&] { return v.contiguous(); });
+      check_elements(k, [&](std::int64_t i) { return value_at(v, i); });
+      for (xf::dtype to : all_dtypes) {
+        if (to == dt) continue;
+        INFO("to " << to);
+        const xf::tensor y = same_at_every_thread_count([&] { return v.to(to); });
+        CHECK(y.dtype() == to);
+        check_elements(y, [&](std::int64_t i) { return as_dtype(value_at(v, i), to); });
+      }
+    }
+  // flip reads with negative strides
+  const xf::tensor x = xf::randn({131, 1029});
+  const xf::tensor f = same_at_every_thread_count([&] { return xf::flip(x, {0, 1}); });
+  check_elements(f, [&](std::int64_t i) {
+    auto idx = unravel(i, f.shape());
+    return value_at(x, ravel({130 - idx[0], 1028 - idx[1]}, x.shape()));
+  });
+  const xf::tensor ft = same_at_every_thread_count([&] { return xf::flip(x.t(), {1}); });
+  check_elements(ft, [&](std::int64_t i) {
+    auto idx = unravel(i, ft.shape());
+    return value_at(x, ravel({130 - idx[1], idx[0]}, x.shape()));
+  });
+}
+
+TEST_CASE("pointwise kernels: contiguous, strided, broadcast, transposed, every dtype", "[backend][pointwise]") {
+  // outside the deferral (XFUNC_DEFERRED_MIN_NUMEL may defer everything): these are the eager kernels
+  const std::int64_t saved = xf::detail::set_deferred_min_numel(0);
+  const xf::shape_t shape{257, 263};
+  for (xf::dtype dt : all_dtypes) {
+    INFO(dt);
+    const xf::tensor a = random_of(shape, dt), b = random_of(shape, dt);
+    const xf::tensor col = random_of({257, 1}, dt), row = random_of({1, 263}, dt);
+    const xf::dtype arith = dt == xf::b8 ? xf::i64 : dt;
+    auto sum_of = [&](double x, double y) { return as_dtype(x + y, arith); };
+    const xf::tensor s1 = same_at_every_thread_count([&] { return a + b; });
+    CHECK(s1.dtype() == arith);
+    check_elements(s1, [&](std::int64_t i) { return sum_of(value_at(a, i), value_at(b, i)); });
+    const xf::tensor s2 = same_at_every_thread_count([&] { return col + row; });  // broadcast
+    check_elements(s2, [&](std::int64_t i) {
+      auto idx = unravel(i, shape);
+      return sum_of(value_at(col, idx[0]), value_at(row, idx[1]));
+    });
+    const xf::tensor sq = random_of({263, 263}, dt);
+    const xf::tensor s3 = same_at_every_thread_count([&] { return sq.t() + sq; });  // transposed
+    check_elements(s3, [&](std::int64_t i) {
+      auto idx = unravel(i, sq.shape());
+      return sum_of(value_at(sq, ravel({idx[1], idx[0]}, sq.shape())), value_at(sq, i));
+    });
+    const xf::tensor s4 = same_at_every_thread_count([&] { return a.narrow(1, 1, 250) * 3.0; });  // strided
+    const xf::dtype mul_dt = xf::is_floating(dt) ? dt : xf::i64;  // (a double scalar does not widen)
+    check_elements(s4, [&](std::int64_t i) {
+      auto idx = unravel(i, {257, 250});
+      return as_dtype(value_at(a, ravel({idx[0], idx[1] + 1}, shape)) * 3.0, mul_dt);
+    });
+    // comparisons: boolean output
+    const xf::tensor c = same_at_every_thread_count([&] { return a < b; });
+    CHECK(c.dtype() == xf::b8);
+    check_elements(c, [&](std::int64_t i) { return value_at(a, i) < value_at(b, i) ? 1.0 : 0.0; });
+    // neg keeps integers, exp computes in floating point
+    if (dt != xf::b8) {
+      const xf::tensor n = same_at_every_thread_count([&] { return -a.t(); });
+      check_elements(n, [&](std::int64_t i) { return -value_at(a.t(), i); });
+    }
+    const xf::tensor scaled = a.t() * 0.001;
+    const xf::tensor e = same_at_every_thread_count([&] { return xf::exp(a.t() * 0.001); });
+    check_elements(e, [&](std::int64_t i) { return std::exp(value_at(scaled, i)); }, 1e-5);
+  }
+  // empty and one element
+  for (xf::dtype dt : all_dtypes) {
+    const xf::tensor z = random_of({0, 3}, dt), one = random_of({1}, dt);
+    CHECK((z + z).numel() == 0);
+    CHECK(xf::exp(z).shape() == xf::shape_t{0, 3});
+    check_elements(one * one, [&](std::int64_t) { return as_dtype(value_at(one, 0) * value_at(one, 0), dt == xf::b8 ? xf::i64 : dt); });
+  }
+  xf::detail::set_deferred_min_numel(saved);
+}
+
+TEST_CASE("deferred pointwise programs: parallel blocks, bitwise those of eager evaluation", "[backend][deferred]") {
+  for (xf::dtype dt : {xf::f32, xf::f64}) {
+    INFO(dt);
+    for (std::int64_t n : {std::int64_t(1) << 17, (std::int64_t(1) << 17) + 37, std::int64_t(70001)}) {
+      INFO(n);
+      const xf::tensor x = xf::randn({n}, dt), y = xf::randn({n}, dt);
+      auto chain = [&] { return xf::exp((x * 1.5 + 0.25) * y - x) / 3.0; };  // one program of 6 steps
+      auto single = [&] { return xf::sin(x); };                               // one step
+      const std::int64_t saved = xf::detail::set_deferred_min_numel(1 << 15);
+      const xf::tensor deferred_chain = same_at_every_thread_count(chain);
+      const xf::tensor deferred_single = same_at_every_thread_count(single);
+      xf::detail::set_deferred_min_numel(0);  // eager, op by op
+      const xf::tensor eager_chain = same_at_every_thread_count(chain);
+      const xf::tensor eager_single = same_at_every_thread_count(single);
+      xf::detail::set_deferred_min_numel(saved);
+      CHECK(bitwise_equal(deferred_chain, eager_chain));
+      CHECK(bitwise_equal(deferred_single, eager_single));
+      check_elements(eager_single, [&](std::int64_t i) { return std::sin(value_at(x, i)); }, 1e-5);
+    }
+  }
+}
+
+TEST_CASE("write_through: in-place writes through strided views", "[backend][inplace]") {
+  for (xf::dtype dt : all_dtypes) {
+    INFO(dt);
+    const xf::tensor a = random_of({257, 263}, dt);
+    // into a transposed view
+    const xf::tensor into_t = same_at_every_thread_count([&] {
+      xf::tensor b = xf::zeros({263, 257}, dt);
+      xf::tensor bt = b.t();
+      bt.copy_(a);
+      return b;
+    });
+    check_elements(into_t, [&](std::int64_t i) {
+      auto idx = unravel(i, {263, 257});
+      return value_at(a, ravel({idx[1], idx[0]}, {257, 263}));
+    });
+    // from a view of itself: the source is read before anything is written
+    const xf::tensor sq = random_of({281, 281}, dt);
+    const xf::tensor self_t = same_at_every_thread_count([&] {
+      xf::tensor s = sq.clone();
+      s.copy_(s.t());
+      return s;
+    });
+    check_elements(self_t, [&](std::int64_t i) { return value_at(sq.t(), i); });
+    const xf::tensor shifted = same_at_every_thread_count([&] {  // overlapping rows
+      xf::tensor s = sq.clone();
+      xf::tensor dst = s.narrow(0, 1, 280);
+      dst.copy_(s.narrow(0, 0, 280));
+      return s;
+    });
+    check_elements(shifted, [&](std::int64_t i) {
+      auto idx = unravel(i, sq.shape());
+      return value_at(sq, idx[0] == 0 ? i : ravel({idx[0] - 1, idx[1]}, sq.shape()));
+    });
+    // broadcast source row, converted from another dtype
+    const xf::tensor row = random_of({1, 263}, dt == xf::f64 ? xf::f32 : dt);
+    const xf::tensor bc = same_at_every_thread_count([&] {
+      xf::tensor b = xf::zeros({257, 263}, dt);
+      xf::tensor v = b.narrow(0, 2, 200);
+      v.copy_(row);
+      return b;
+    });
+    check_elements(bc, [&](std::int64_t i) {
+      auto idx = unravel(i, {257, 263});
+      return idx[0] >= 2 && idx[0] < 202 ? as_dtype(value_at(row, idx[1]), dt) : 0.0;
+    });
+  }
+  // an in-place op on a strided view of a large tensor
+  const xf::tensor base = xf::randn({300, 500});
+  const xf::tensor r = same_at_every_thread_count([&] {
+    xf::tensor b = base.clone();
+    xf::tensor v = b.t().narrow(0, 100, 300);
+    v.mul_(2.0);
+    return b;
+  });
+  check_elements(r, [&](std::int64_t i) {
+    auto idx = unravel(i, base.shape());
+    const double x = value_at(base, i);
+    return idx[1] >= 100 && idx[1] < 400 ? static_cast<double>(static_cast<float>(x) * 2.0f) : x;
+  });
+  // fill_ and zero_ on a transposed view
+  const xf::tensor filled = same_at_every_thread_count([&] {
+    xf::tensor b = base.clone();
+    xf::tensor v = b.t();
+    v.fill_(0.5);
+    return b;
+  });
+  check_elements(filled, [](std::int64_t) { return 0.5; });
+}
+
+TEST_CASE("cat and stack: mixed layouts and dtypes, every dim", "[backend][cat]") {
+  const xf::tensor a = xf::randn({201, 263}), e = xf::randn({201, 0});
+  for (std::int64_t dim : {0, 1, -1}) {
+    INFO("dim " << dim);
+    // dim 0: an int64 input below (the result is float32); dims 1, -1: a transposed float64 one beside
+    const xf::tensor b2 = dim == 0 ? random_of({112, 263}, xf::i64) : random_of({212, 201}, xf::f64).t();
+    const xf::tensor c = same_at_every_thread_count([&] { return xf::cat({a, b2}, dim); });
+    const std::int64_t d = dim < 0 ? dim + 2 : dim;
+    CHECK(c.dtype() == (dim == 0 ? xf::f32 : xf::f64));
+    check_elements(c, [&](std::int64_t i) {
+      auto idx = unravel(i, c.shape());
+      const std::int64_t split = a.size(d);
+      if (idx[static_cast<std::size_t>(d)] < split) return value_at(a, ravel(idx, a.shape()));
+      idx[static_cast<std::size_t>(d)] -= split;
+      return as_dtype(value_at(b2, ravel(idx, b2.shape())), c.dtype());
+    });
+  }
+  const xf::tensor ce = same_at_every_thread_count([&] { return xf::cat({e, a, e}, 1); });
+  CHECK(bitwise_equal(ce, a));
+  for (std::int64_t dim : {0, 1, 2}) {
+    INFO("stack dim " << dim);
+    const xf::tensor x = xf::randn({151, 263}), y = xf::randn({263, 151}).t();
+    const xf::tensor s = same_at_every_thread_count([&] { return xf::stack({x, y, x}, dim); });
+    check_elements(s, [&](std::int64_t i) {
+      auto idx = unravel(i, s.shape());
+      const std::int64_t which = idx[static_cast<std::size_t>(dim)];
+      idx.erase(idx.begin() + dim);
+      return value_at(which == 1 ? y : x, ravel(idx, x.shape()));
+    });
+  }
+  for (xf::dtype dt : all_dtypes) {
+    const xf::tensor x = random_of({1, 1}, dt);
+    check_elements(xf::cat({x, x.t()}, 0), [&](std::int64_t) { return value_at(x, 0); });
+  }
+}
+
+TEST_CASE("where and clamp: broadcast, transposed, every dtype", "[backend][pointwise]") {
+  const std::int64_t saved = xf::detail::set_deferred_min_numel(0);
+  const xf::tensor cond = xf::randn({257, 1}) > 0.0;
+  for (xf::dtype dt : all_dtypes) {
+    INFO(dt);
+    const xf::tensor a = random_of({263, 257}, dt).t(), b = random_of({257, 263}, dt);
+    const xf::tensor w = same_at_every_thread_count([&] { return xf::where(cond, a, b); });
+    check_elements(w, [&](std::int64_t i) {
+      auto idx = unravel(i, {257, 263});
+      return value_at(cond, idx[0]) != 0 ? value_at(a, i) : value_at(b, i);
+    });
+    const xf::tensor full_cond = xf::randn({257, 263}) > 0.0;
+    const xf::tensor w2 = same_at_every_thread_count([&] { return xf::where(full_cond.t(), b.t(), a.t()); });
+    check_elements(w2, [&](std::int64_t i) {
+      return value_at(full_cond.t(), i) != 0 ? value_at(b.t(), i) : value_at(a.t(), i);
+    });
+    if (dt != xf::b8) {
+      const double lo = dt == xf::i64 ? -300 : -0.5, hi = dt == xf::i64 ? 200 : 0.75;
+      const xf::tensor c = same_at_every_thread_count([&] { return xf::clamp(a, lo, hi); });
+      CHECK(c.dtype() == dt);
+      check_elements(c, [&](std::int64_t i) { return as_dtype(std::min(std::max(value_at(a, i), lo), hi), dt); });
+    }
+  }
+  const xf::tensor one = xf::where(xf::full({}, 1.0) > 0.0, xf::full({1}, 2.0), xf::full({1}, 3.0));
+  CHECK(one.item<double>() == 2.0);
+  CHECK(xf::where(xf::zeros({0}) > 0.0, xf::zeros({0}), xf::zeros({0})).numel() == 0);
+  xf::detail::set_deferred_min_numel(saved);
+}
+
+TEST_CASE("index_select: every dim, strided inputs, negative and repeated indices", "[backend][index]") {
+  std::mt19937 g(7);
+  for (xf::dtype dt : all_dtypes) {
+    INFO(dt);
+    const xf::tensor base = random_of({61, 67, 37}, dt);
+    for (const xf::tensor& t : {base, base.permute({2, 0, 1}), base.narrow(2, 1, 30)}) {
+      for (std::int64_t dim = 0; dim < 3; ++dim) {
+        INFO("dim " << dim << ", input " << t.shape());
+        const std::int64_t n = t.size(dim);
+        std::vector<std::int64_t> iv(static_cast<std::size_t>(2 * n + 3));
+        for (auto& v : iv) v = std::uniform_int_distribution<std::int64_t>(-n, n - 1)(g);
+        xf::tensor idx = xf::zeros({static_cast<std::int64_t>(iv.size())}, xf::i64);
+        std::memcpy(idx.impl()->data<std::int64_t>(), iv.data(), iv.size() * sizeof(std::int64_t));
+        const xf::tensor r = same_at_every_thread_count([&] { return xf::index_select(t, dim, idx); });
+        check_elements(r, [&](std::int64_t i) {
+          auto pos = unravel(i, r.shape());
+          std::int64_t& k = pos[static_cast<std::size_t>(dim)];
+          k = iv[static_cast<std::size_t>(k)];
+          if (k < 0) k += n;
+          return value_at(t, ravel(pos, t.shape()));
+        });
+      }
+    }
+  }
+  const xf::tensor t = xf::randn({600, 500});
+  CHECK_THROWS_WITH(xf::index_select(t, 1, xf::tensor{std::int64_t(3), std::int64_t(500)}),
+                    Catch::Contains("index 500 is out of range for dimension 1 of size 500"));
+  CHECK(xf::index_select(t, 0, xf::zeros({0}, xf::i64)).shape() == xf::shape_t{0, 500});
+  CHECK(xf::index_select(xf::full({}, 4.0), 0, xf::tensor{std::int64_t(0)}).item<double>() == 4.0);
+}
+
+TEST_CASE("gather and scatter_add: every dim, strided and expanded operands, bitwise sums", "[backend][index]") {
+  std::mt19937 g(11);
+  auto random_index = [&](const xf::shape_t& shape, std::int64_t n) {
+    xf::tensor idx = xf::zeros(shape, xf::i64);
+    std::int64_t* p = idx.impl()->data<std::int64_t>();
+    for (std::int64_t i = 0; i < idx.numel(); ++i) p[i] = std::uniform_int_distribution<std::int64_t>(-n, n - 1)(g);
+    return idx;
+  };
+  for (xf::dtype dt : all_dtypes) {
+    INFO(dt);
+    const xf::tensor base = random_of({263, 271}, dt);
+    for (const xf::tensor& t : {base, base.t()}) {
+      for (std::int64_t dim : {0, 1}) {
+        INFO("dim " << dim << ", input " << t.shape());
+        const std::int64_t n = t.size(dim);
+        // smaller than the input in the other dim
+        xf::shape_t ishape(2);  // (filled, not braced: GCC 12 -O1 warns about copying a braced shape_t)
+        ishape[0] = t.size(0) - (dim == 0 ? 0 : 3);
+        ishape[1] = t.size(1) - (dim == 0 ? 3 : 0);
+        const xf::tensor idx = random_index(ishape, n);
+        const xf::tensor r = same_at_every_thread_count([&] { return xf::gather(t, dim, idx); });
+        check_elements(r, [&](std::int64_t i) {
+          auto pos = unravel(i, ishape);
+          std::int64_t k = static_cast<std::int64_t>(value_at(idx, i));
+          pos[static_cast<std::size_t>(dim)] = k < 0 ? k + n : k;
+          return value_at(t, ravel(pos, t.shape()));
+        });
+      }
+    }
+  }
+  // an expanded (stride 0) index, as index_select's batch rule makes
+  const xf::tensor t = xf::randn({200, 500});
+  const xf::tensor row_idx = random_index({1, 500}, 200).expand({150, 500});
+  const xf::tensor ge = same_at_every_thread_count([&] { return xf::gather(t, 0, row_idx); });
+  check_elements(ge, [&](std::int64_t i) {
+    auto pos = unravel(i, {150, 500});
+    std::int64_t k = static_cast<std::int64_t>(value_at(row_idx, i));
+    return value_at(t, ravel({k < 0 ? k + 200 : k, pos[1]}, t.shape()));
+  });
+  // the first bad index in row-major order is reported, at every thread count
+  xf::tensor bad = xf::zeros({512, 512}, xf::i64);
+  bad.impl()->data<std::int64_t>()[400 * 512 + 3] = 999;
+  bad.impl()->data<std::int64_t>()[20 * 512 + 500] = -777;
+  bad.impl()->data<std::int64_t>()[20 * 512 + 501] = 600;
+  for (int threads : {1, 2, 3}) {
+    xf::set_num_threads(threads);
+    CHECK_THROWS_WITH(xf::gather(xf::randn({512, 512}), 1, bad),
+                      "xf::gather: index -777 is out of range for dimension 1 of size 512");
+    CHECK_THROWS_WITH(xf::detail::call<xf::detail::scatter_add_op>({1}, xf::zeros({512, 512}), bad, xf::ones({512, 512})),
+                      "xf::scatter_add: index -777 is out of range for dimension 1 of size 512");
+  }
+  xf::set_num_threads(2);
+
+  // scatter_add: sums in the order of the index, the same at every thread count; compared with
+  // a serial loop that adds in row-major order
+  for (xf::dtype dt : {xf::f32, xf::f64, xf::i64}) {
+    for (std::int64_t dim : {0, 1}) {
+      INFO(dt << ", dim " << dim);
+      const xf::shape_t bshape{211, 307};
+      const std::int64_t n = bshape[static_cast<std::size_t>(dim)];
+      xf::shape_t ishape(2);
+      ishape[0] = dim == 0 ? 600 : 205;
+      ishape[1] = dim == 0 ? 300 : 600;
+      const xf::tensor idx = random_index(ishape, n);
+      const xf::tensor src = random_of(ishape, dt), b0 = random_of(bshape, dt);
+      const xf::tensor r = same_at_every_thread_count(
+          [&] { return xf::detail::call<xf::detail::scatter_add_op>({dim}, b0, idx, src); });
+      std::vector<double> expect(static_cast<std::size_t>(b0.numel()));
+      if (dt == xf::f32) {  // accumulate in the op's own precision
+        std::vector<float> acc(expect.size());
+        for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = static_cast<float>(value_at(b0, static_cast<std::int64_t>(i)));
+        for (std::int64_t i = 0; i < idx.numel(); ++i) {
+          auto pos = unravel(i, ishape);
+          std::int64_t k = static_cast<std::int64_t>(value_at(idx, i));
+          pos[static_cast<std::size_t>(dim)] = k < 0 ? k + n : k;
+          acc[static_cast<std::size_t>(ravel(pos, bshape))] += static_cast<float>(value_at(src, i));
+        }
+        for (std::size_t i = 0; i < acc.size(); ++i) expect[i] = acc[i];
+      } else {
+        for (std::size_t i = 0; i < expect.size(); ++i) expect[i] = value_at(b0, static_cast<std::int64_t>(i));
+        for (std::int64_t i = 0; i < idx.numel(); ++i) {
+          auto pos = unravel(i, ishape);
+          std::int64_t k = static_cast<std::int64_t>(value_at(idx, i));
+          pos[static_cast<std::size_t>(dim)] = k < 0 ? k + n : k;
+          expect[static_cast<std::size_t>(ravel(pos, bshape))] += value_at(src, i);
+        }
+      }
+      check_elements(r, [&](std::int64_t i) { return expect[static_cast<std::size_t>(i)]; });
+    }
+  }
+  // index_add through the gradient of index_select (an expanded index), and of gather
+  const xf::tensor w = xf::randn({1500, 64});
+  const xf::tensor rows = random_index({2500}, 1500);
+  const xf::tensor gw = same_at_every_thread_count(
+      [&] { return xf::grad([&](const xf::tensor& x) { return xf::sum(xf::index_select(x, 0, rows) * 2.0); })(w); });
+  std::vector<double> counts(1500);
+  for (std::int64_t i = 0; i < 2500; ++i) {
+    std::int64_t k = static_cast<std::int64_t>(value_at(rows, i));
+    counts[static_cast<std::size_t>(k < 0 ? k + 1500 : k)] += 2.0;
+  }
+  check_elements(gw, [&](std::int64_t i) { return counts[static_cast<std::size_t>(i / 64)]; });
+}
+
+TEST_CASE("matmul through BLAS: transposed operands, bmm and vmap, the same at every thread count",
+          "[backend][linalg]") {
+  const xf::tensor a = xf::randn({300, 257}), b = xf::randn({257, 301});
+  const xf::tensor ref = xf::mm(a.contiguous(), b.contiguous());
+  const xf::tensor r1 = same_at_every_thread_count([&] { return xf::mm(a.t().contiguous().t(), b); });
+  CHECK(xf::allclose(r1, ref, 1e-4, 1e-4));
+  const xf::tensor r2 = same_at_every_thread_count([&] { return xf::mm(a, b.t().contiguous().t()); });
+  CHECK(xf::allclose(r2, ref, 1e-4, 1e-4));
+  const xf::tensor x = xf::randn({24, 128, 96}), y = xf::randn({24, 96, 130});
+  const xf::tensor bm = same_at_every_thread_count([&] { return xf::bmm(x, y); });
+  const xf::tensor vm = same_at_every_thread_count(
+      [&] { return xf::vmap([](const xf::tensor& p, const xf::tensor& q) { return xf::matmul(p, q); })(x, y); });
+  CHECK(bitwise_equal(bm, vm));
+  for (std::int64_t p = 0; p < 24; p += 7) CHECK(xf::allclose(bm.select(0, p), xf::mm(x.select(0, p), y.select(0, p)), 1e-4, 1e-4));
+  const xf::tensor bt = same_at_every_thread_count([&] { return xf::bmm(x.transpose(1, 2).contiguous().transpose(1, 2), y); });
+  CHECK(xf::allclose(bt, bm, 1e-4, 1e-4));
+}
