@@ -5,6 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DXFUNC_BUILD_EXAMPLES=ON -DXFUNC_BUILD_TESTS=OFF \
-  -DXFUNC_BUILD_BENCHMARKS=OFF
+  -DXFUNC_BUILD_BENCHMARKS=OFF -DXFUNC_BUILD_KERNELS=OFF
 cmake --build build -j"${XFUNC_JOBS:-2}" --target demo
 ./build/examples/demo

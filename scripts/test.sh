@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 jobs=${XFUNC_JOBS:-2}
 # (TESTS=ON: build/ may have been configured by demo.sh, which turns the tests off)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DXFUNC_BUILD_TESTS=ON -DXFUNC_BUILD_BENCHMARKS=OFF
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DXFUNC_BUILD_TESTS=ON -DXFUNC_BUILD_BENCHMARKS=OFF -DXFUNC_BUILD_KERNELS=ON
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure --no-tests=error -j"$jobs")
 if [ "${XFUNC_SKIP_SANITIZERS:-0}" != "1" ]; then

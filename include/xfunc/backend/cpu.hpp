@@ -277,3 +277,11 @@ struct compare_types {
 };
 
 }  // namespace xfunc::detail::backend
+
+// Strided copies are what every layout change runs, for every pair of dtypes: compiled once in
+// xfunc::kernels (NOTE: [Precompiled kernels]).
+#if defined(XFUNC_PRECOMPILED_KERNELS)
+namespace xfunc::detail::backend {
+extern template tensor materialized_copy<0>(const tensor&, const shape_t&, dtype);
+}  // namespace xfunc::detail::backend
+#endif

@@ -1,6 +1,7 @@
 #pragma once
 // Comparison and logical ops: boolean results, never differentiable (no vjp/jvp: the grad and
 // jvp layers return their result untracked).
+#include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/ops/pointwise.hpp>
 
@@ -139,3 +140,10 @@ template <int D>
 tensor logical_not(const tensor& a) { return detail::call<detail::logical_not_op>({}, a); }
 
 }  // namespace xfunc
+
+// This header's ops, precompiled by xfunc::kernels (NOTE: [Precompiled kernels]).
+#define XFUNC_OPS_COMPARISON(X) X(eq_op) X(ne_op) X(lt_op) X(le_op) X(gt_op) X(ge_op) X(logical_and_op) \
+  X(logical_or_op) X(logical_not_op)
+namespace xfunc::detail {
+XFUNC_OPS_COMPARISON(XFUNC_EXTERN_DISPATCH)
+}  // namespace xfunc::detail

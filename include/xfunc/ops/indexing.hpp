@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/rules/common.hpp>
 
@@ -364,3 +365,9 @@ tensor gather(const tensor& t, std::int64_t dim, const tensor& index) {
 }
 
 }  // namespace xfunc
+
+// This header's ops, precompiled by xfunc::kernels (NOTE: [Precompiled kernels]).
+#define XFUNC_OPS_INDEXING(X) X(gather_op) X(scatter_add_op) X(index_select_op)
+namespace xfunc::detail {
+XFUNC_OPS_INDEXING(XFUNC_EXTERN_DISPATCH)
+}  // namespace xfunc::detail

@@ -235,3 +235,10 @@ tensor& tensor::clamp_(double lo, double hi) {
 }
 
 }  // namespace xfunc
+
+// Compiled once in xfunc::kernels, with the strided copies it runs (NOTE: [Precompiled kernels]).
+#if defined(XFUNC_PRECOMPILED_KERNELS)
+namespace xfunc::detail {
+extern template void write_through<0>(const tensor&, const tensor&, const char*);
+}  // namespace xfunc::detail
+#endif

@@ -3,6 +3,7 @@
 // the named products are written with it, so they need no rules of their own.
 #include <cblas.h>
 
+#include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/rules/common.hpp>
 
@@ -252,3 +253,9 @@ tensor bmm(const tensor& a, const tensor& b) {
 }
 
 }  // namespace xfunc
+
+// This header's ops, precompiled by xfunc::kernels (NOTE: [Precompiled kernels]).
+#define XFUNC_OPS_LINALG(X) X(bmm_op)
+namespace xfunc::detail {
+XFUNC_OPS_LINALG(XFUNC_EXTERN_DISPATCH)
+}  // namespace xfunc::detail

@@ -1,6 +1,7 @@
 #pragma once
 // Neural-network helpers. softmax and log_softmax are primitives with fused kernels (NOTE:
 // [Softmax kernels]); the others are written with other ops (their rules follow from those).
+#include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/backend/softmax.hpp>
 #include <xfunc/fwd.hpp>
 #include <xfunc/ops/reduction.hpp>
@@ -107,3 +108,9 @@ tensor linear(const tensor& x, const tensor& w, const tensor& b) {
 }
 
 }  // namespace xfunc
+
+// This header's ops, precompiled by xfunc::kernels (NOTE: [Precompiled kernels]).
+#define XFUNC_OPS_NN(X) X(softmax_op) X(log_softmax_op)
+namespace xfunc::detail {
+XFUNC_OPS_NN(XFUNC_EXTERN_DISPATCH)
+}  // namespace xfunc::detail

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 
+#include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/backend/fusion.hpp>
 #include <xfunc/rules/common.hpp>
@@ -613,3 +614,15 @@ tensor clamp(const tensor& t, double lo, double hi) {
 }
 
 }  // namespace xfunc
+
+// This header's ops, precompiled by xfunc::kernels (NOTE: [Precompiled kernels]), in two lists so
+// that the library builds them in two translation units.
+#define XFUNC_OPS_POINTWISE_UNARY(X) X(neg_op) X(exp_op) X(log_op) X(sin_op) X(cos_op) X(tan_op) X(tanh_op) \
+  X(sigmoid_op) X(relu_op) X(abs_op) X(sqrt_op) X(rsqrt_op) X(square_op) X(log1p_op) X(expm1_op) X(sign_op) \
+  X(reciprocal_op) X(erf_op) X(pow_scalar_op) X(clamp_op)
+#define XFUNC_OPS_POINTWISE_BINARY(X) X(add_op) X(sub_op) X(mul_op) X(div_op) X(pow_op) X(maximum_op) \
+  X(minimum_op) X(atan2_op) X(where_op)
+namespace xfunc::detail {
+XFUNC_OPS_POINTWISE_UNARY(XFUNC_EXTERN_DISPATCH)
+XFUNC_OPS_POINTWISE_BINARY(XFUNC_EXTERN_DISPATCH)
+}  // namespace xfunc::detail

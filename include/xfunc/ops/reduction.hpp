@@ -4,6 +4,7 @@
 // written with them (so their rules follow from those of the primitives).
 #include <limits>
 
+#include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/backend/reduce.hpp>
 #include <xfunc/backend/softmax.hpp>
@@ -399,3 +400,10 @@ template <int D>
 tensor norm(const tensor& t) { return detail::call<detail::norm_op>({detail::reduction_dims(t, {}), false}, t); }
 
 }  // namespace xfunc
+
+// This header's ops, precompiled by xfunc::kernels (NOTE: [Precompiled kernels]).
+#define XFUNC_OPS_REDUCTION(X) X(sum_op) X(amax_op) X(amin_op) X(argmax_op) X(prod_op) X(norm_op) \
+  X(logsumexp_op)
+namespace xfunc::detail {
+XFUNC_OPS_REDUCTION(XFUNC_EXTERN_DISPATCH)
+}  // namespace xfunc::detail

@@ -3,6 +3,7 @@
 // move the batch dim to the front and shift the op's dims by one.
 #include <numeric>
 
+#include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/rules/common.hpp>
 
@@ -753,3 +754,10 @@ tensor flip(const tensor& t, const dims_t& dims) {
 }
 
 }  // namespace xfunc
+
+// This header's ops, precompiled by xfunc::kernels (NOTE: [Precompiled kernels]).
+#define XFUNC_OPS_VIEW(X) X(view_op) X(permute_op) X(expand_op) X(narrow_op) X(select_op) X(diagonal_op) \
+  X(clone_op) X(detach_op) X(to_dtype_op) X(cat_op) X(flip_op)
+namespace xfunc::detail {
+XFUNC_OPS_VIEW(XFUNC_EXTERN_DISPATCH)
+}  // namespace xfunc::detail

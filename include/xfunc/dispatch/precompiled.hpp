@@ -1,0 +1,29 @@
+#pragma once
+// The boundary between a user's translation unit and the precompiled kernel library.
+#include <span>
+
+#include <xfunc/dispatch/dispatcher.hpp>
+
+// NOTE: [Precompiled kernels]
+// Header-only by default: a translation unit that calls an op instantiates its dispatch<Op>, and
+// with it the op's kernels for every dtype, its rules and every op the rules call (NOTE: [Lazy
+// instantiation]). That code generation is what a user's compile spends most of its time on.
+// Like {fmt}, xfunc also comes compiled: the CMake target xfunc::kernels (src/kernels_*.cpp) holds
+// one explicit instantiation of dispatch<Op> for every built-in op and defines
+// XFUNC_PRECOMPILED_KERNELS for whoever links it. With that macro each op header ends with an
+// explicit instantiation *declaration* of its ops' dispatch (`extern template`), so the
+// translation unit calls them and instantiates none of their closure; what it still compiles is
+// the headers, the transforms around the user's own functions, and custom ops. Results are the
+// same code either way: the library is built from these headers.
+// Each op header lists its ops once, XFUNC_OPS_<FAMILY>(X); src/kernels_*.cpp instantiate the
+// same lists, so an op added to a header is precompiled by adding it to its list.
+
+/// X-macro action: declares dispatch<Op> instantiated elsewhere (only with the kernel library).
+#if defined(XFUNC_PRECOMPILED_KERNELS)
+#define XFUNC_EXTERN_DISPATCH(Op) extern template tensor dispatch<Op>(std::span<const tensor>, const Op::attrs&);
+#else
+#define XFUNC_EXTERN_DISPATCH(Op)
+#endif
+
+/// X-macro action: the explicit instantiation definition (used by src/kernels_*.cpp).
+#define XFUNC_INSTANTIATE_DISPATCH(Op) template tensor dispatch<Op>(std::span<const tensor>, const Op::attrs&);

@@ -1,0 +1,37 @@
+#!/bin/sh
+# Guards NOTE: [Precompiled kernels] (include/xfunc/dispatch/precompiled.hpp):
+# 1. every op struct of include/xfunc/ops/*.hpp is in its header's XFUNC_OPS_* list (so
+#    xfunc::kernels compiles it and the headers declare it extern);
+# 2. with XFUNC_PRECOMPILED_KERNELS, a program using every op (uses_every_op.cpp) defines no
+#    op dispatch and no strided copy itself: it calls the library's.
+# Usage: check_precompiled.sh <compiler> <include dir> <work dir>
+set -eu
+CXX=$1
+INC=$2
+WORK=$3
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$WORK"
+status=0
+for h in "$INC"/xfunc/ops/*.hpp; do
+  for op in $(sed -n 's/^using \([a-z0-9_]*\) = [a-z0-9_]*_t<>;$/\1/p' "$h"); do
+    if ! grep -q "X($op)" "$h"; then
+      echo "$h: $op is not in the header's XFUNC_OPS_* list, so xfunc::kernels does not compile it"
+      status=1
+    fi
+  done
+done
+"$CXX" -std=c++20 -O0 -DXTENSOR_USE_XSIMD -DXFUNC_PRECOMPILED_KERNELS -I "$INC" -c "$HERE/uses_every_op.cpp" \
+  -o "$WORK/uses_every_op.o"
+defined=$(nm -C --defined-only "$WORK/uses_every_op.o" | grep -E 'detail::dispatch<|strided_copy<' || true)
+if [ -n "$defined" ]; then
+  echo "with XFUNC_PRECOMPILED_KERNELS, uses_every_op.cpp still instantiates these itself:"
+  echo "$defined"
+  status=1
+fi
+called=$(nm -C --undefined-only "$WORK/uses_every_op.o" | grep -c 'detail::dispatch<' || true)
+if [ "$called" -lt 50 ]; then
+  echo "uses_every_op.cpp calls only $called precompiled dispatches; expected every op's"
+  status=1
+fi
+[ "$status" -eq 0 ] && echo "ok: every op is precompiled, and a program using them instantiates none ($called called)"
+exit "$status"
