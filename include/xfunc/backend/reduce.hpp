@@ -3,6 +3,7 @@
 // see sum_math and friends) and reduce() turns it into vectorised, blocked, threaded kernels for
 // any set of reduced dims.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -83,8 +84,17 @@ struct extreme_math {
   }
   template <class A>
   static A fold(A a, A x) {
-    if constexpr (is_simd<A>::value) return xsimd::select((Max ? x > a : x < a) | (x != x), x, a);
-    else if constexpr (std::is_floating_point_v<A>) return ((Max ? x > a : x < a) || x != x) ? x : a;
+    // max(x, a) returns a when either is NaN (x86 semantics of the second operand), so a NaN
+    // accumulator stays; a NaN x is selected explicitly, off the accumulator's dependency chain
+    if constexpr (is_simd<A>::value) return xsimd::select(x != x, x, Max ? xsimd::max(x, a) : xsimd::min(x, a));
+    else if constexpr (std::is_floating_point_v<A>) {
+      // selected through bit masks: a branch (which GCC makes of `take ? x : a` stored back in
+      // place) is mispredicted half the time on random data, and the lanes of every chunk go
+      // through here
+      using U = std::conditional_t<sizeof(A) == 4, std::uint32_t, std::uint64_t>;
+      const U take = U(0) - static_cast<U>((Max ? x > a : x < a) | (x != x));
+      return std::bit_cast<A>((std::bit_cast<U>(x) & take) | (std::bit_cast<U>(a) & ~take));
+    }
     else return (Max ? x > a : x < a) ? x : a;
   }
   template <class A>
@@ -139,9 +149,10 @@ void combine_vectors_pairwise(T* v, std::int64_t n, std::int64_t b) {
 }
 
 /// One chunk (n <= chunk) of a contiguous run: folded into simd_accumulators SIMD registers,
-/// 16 registers' worth at a time into a group that then joins them; the registers' lanes are
-/// combined pairwise at the end. `Fold` selects the first pass (elements: fold) or a later one
-/// (accumulators: combine).
+/// 16 registers' worth at a time into a group that then joins them; the registers are then
+/// joined pairwise into one, which takes the remaining whole registers, and its lanes (with the
+/// last elements folded round-robin into them) are combined pairwise. `Fold` selects the first
+/// pass (elements: fold) or a later one (accumulators: combine).
 template <class M, bool Fold, class T>
 T fold_chunk(const T* p, std::int64_t n) {
   using V = simd<T>;
@@ -156,10 +167,14 @@ T fold_chunk(const T* p, std::int64_t n) {
       for (int k = 0; k < K; ++k) grp[k] = step(grp[k], V::load_unaligned(p + i + k * W));
     for (int k = 0; k < K; ++k) acc[k] = M::combine(acc[k], grp[k]);
   }
-  alignas(64) T lane[L];
-  for (int k = 0; k < K; ++k) acc[k].store_aligned(lane + k * W);
+  // joining registers before lanes keeps the scalar work per chunk at W - 1 combines, which
+  // matters for short runs (a row of 2048 floats is 32 registers)
+  combine_pairwise<M>(acc, K);
+  for (; i + W <= n; i += W) acc[0] = step(acc[0], V::load_unaligned(p + i));
+  alignas(64) T lane[W];
+  acc[0].store_aligned(lane);
   for (int j = 0; i < n; ++i, ++j) lane[j] = step(lane[j], p[i]);
-  combine_pairwise<M>(lane, L);
+  combine_pairwise<M>(lane, W);
   return lane[0];
 }
 
