@@ -1,9 +1,5 @@
 // xfunc::kernels: the ops of XFUNC_OPS_POINTWISE_UNARY, compiled once (NOTE: [Precompiled kernels]).
-#include <xfunc/xfunc.hpp>
-
-#if !defined(XFUNC_PRECOMPILED_KERNELS)
-#error "src/kernels_*.cpp are built by the xfunc::kernels target, which defines XFUNC_PRECOMPILED_KERNELS"
-#endif
+#include "kernels.hpp"
 
 namespace xfunc::detail {
 XFUNC_OPS_POINTWISE_UNARY(XFUNC_INSTANTIATE_DISPATCH)

@@ -11,34 +11,10 @@ INC=${1:?usage: $0 <include dir> [compiler]}
 CXX=${2:-g++}
 REPEAT=${REPEAT:-2}
 HERE=$(cd "$(dirname "$0")" && pwd)
-TIME=/usr/bin/time
-if [ ! -x "$TIME" ]; then
-  echo "GNU time not found at $TIME: apt-get install time" >&2
-  exit 1
-fi
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
+FLAGS="-std=c++20 -O2 -I $INC -DXTENSOR_USE_XSIMD"
+. "$HERE/../../measure_compile.sh"
 
-measure() {  # $1 = source; prints "wall_seconds cpu_seconds kB"
-  best_s=""; best_cpu=""; max_kb=0; i=0
-  while [ "$i" -lt "$REPEAT" ]; do
-    if ! "$TIME" -v -o "$TMP/time.txt" "$CXX" -std=c++20 -O2 -I "$INC" -DXTENSOR_USE_XSIMD -c "$1" -o "$TMP/out.o" 2>"$TMP/err.txt"; then
-      cat "$TMP/err.txt" >&2
-      echo "compilation of $1 failed" >&2
-      exit 1
-    fi
-    s=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); t = 0; for (k = 1; k <= n; ++k) t = t * 60 + p[k]; print t }' "$TMP/time.txt")
-    cpu=$(awk -F': ' '/User time|System time/ { t += $2 } END { print t }' "$TMP/time.txt")
-    kb=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$TMP/time.txt")
-    if [ -z "$best_s" ] || awk "BEGIN { exit !($s < $best_s) }"; then best_s=$s; fi
-    if [ -z "$best_cpu" ] || awk "BEGIN { exit !($cpu < $best_cpu) }"; then best_cpu=$cpu; fi
-    if [ "$kb" -gt "$max_kb" ]; then max_kb=$kb; fi
-    i=$((i + 1))
-  done
-  echo "$best_s $best_cpu $max_kb"
-}
-
-echo "compiler: $("$CXX" --version | head -n 1); flags: -std=c++20 -O2 -I $INC -DXTENSOR_USE_XSIMD -c; best of $REPEAT"
+echo "compiler: $("$CXX" --version | head -n 1); flags: $FLAGS -c; best of $REPEAT"
 set -- $(measure "$HERE/include_only.cpp"); a_s=$1; a_cpu=$2; a_kb=$3
 set -- $(measure "$HERE/all_transforms.cpp"); b_s=$1; b_cpu=$2; b_kb=$3
 awk -v as="$a_s" -v ac="$a_cpu" -v akb="$a_kb" -v bs="$b_s" -v bc="$b_cpu" -v bkb="$b_kb" 'BEGIN {

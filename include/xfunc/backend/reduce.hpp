@@ -102,14 +102,10 @@ struct extreme_math {
   template <class A>
   static A finish(A a) { return a; }
 };
-/// The 2-norm: a sum of squares, then its square root.
-struct norm_math {
-  template <class A>
-  static constexpr A identity() { return A(0); }
+/// The 2-norm: a sum (its identity and combine) of squares, then its square root.
+struct norm_math : sum_math {
   template <class A>
   static A fold(A a, A x) { return a + x * x; }
-  template <class A>
-  static A combine(A a, A b) { return a + b; }
   template <class A>
   static A finish(A a) { return std::sqrt(a); }
 };

@@ -56,8 +56,31 @@ tensor reduce_with(const tensor& x, const reduce_attrs& a, dtype compute, dtype 
   return backend::reduce<M, Types>(x, a.dims, a.keepdim, compute, out_dt, fn);
 }
 
-/// Reduces `dims` of x: kept dims are moved first and reduced dims last, so that each output
-/// element reduces one contiguous run of m values with r(const T* p, m). `fn` names the op.
+/// A contiguous copy of x in dtype dt with its kept dims first (in order) and `dims` last: each
+/// output element of a reduction over `dims` then reads one contiguous run. (With no elements
+/// it has shape {0}: nothing is gathered, and the permuted shape need not have strides that fit.)
+template <int = 0>
+tensor with_reduced_dims_last(const tensor& x, const dims_t& dims, dtype dt, const char* fn) {
+  const tensor_impl& s = *x.impl();
+  shape_t ps, pst;
+  auto take = [&](std::int64_t d) {
+    ps.push_back(s.shape[static_cast<std::size_t>(d)]);
+    pst.push_back(s.strides[static_cast<std::size_t>(d)]);
+  };
+  for (std::int64_t i = 0; i < x.dim(); ++i)
+    if (std::find(dims.begin(), dims.end(), i) == dims.end()) take(i);
+  for (auto d : dims) take(d);
+  tensor xc = empty_dense(x.numel() == 0 ? shape_t{0} : ps, dt, x.device(), fn);
+  if (x.device() != meta)
+    visit_dtype(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      backend::gather_into<T>(s, ps, pst, xc.impl()->template data<T>());
+    });
+  return xc;
+}
+
+/// Reduces `dims` of x: each output element reduces one contiguous run of m values (kept dims
+/// first, reduced dims last) with r(const T* p, m). `fn` names the op.
 template <class Types, class R>
 tensor reduce_kernel(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, dtype out_dt, const char* fn,
                      R&& r) {
@@ -65,23 +88,11 @@ tensor reduce_kernel(const tensor& x, const dims_t& dims, bool keepdim, dtype co
   shape_t oshape = reduced_shape(x.shape(), dims, keepdim);
   const std::int64_t m = reduced_count(x.shape(), dims, fn);
   if (x.device() == meta) return backend::meta_like(oshape, out_dt, fn);
-  dims_t perm;
-  for (std::int64_t i = 0; i < x.dim(); ++i)
-    if (std::find(dims.begin(), dims.end(), i) == dims.end()) perm.push_back(i);
-  for (auto d : dims) perm.push_back(d);
-  const tensor_impl& s = *x.impl();
-  shape_t ps, pst;
-  for (auto d : perm) {
-    ps.push_back(s.shape[static_cast<std::size_t>(d)]);
-    pst.push_back(s.strides[static_cast<std::size_t>(d)]);
-  }
-  // with no elements there is nothing to gather (and ps need not have contiguous strides that fit)
-  tensor xc = empty_dense(x.numel() == 0 ? shape_t{0} : ps, compute, cpu, fn);
+  const tensor xc = with_reduced_dims_last(x, dims, compute, fn);
   tensor out = empty_dense(oshape, out_dt, cpu, fn);
   const std::int64_t k = numel_of(oshape);
   Types::visit(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    backend::gather_into<T>(s, ps, pst, xc.impl()->template data<T>());
     const T* p = xc.impl()->template data<T>();
     visit_dtype(out_dt, [&](auto otag) {
       using O = typename decltype(otag)::type;
@@ -141,9 +152,26 @@ tensor sum_dims(const tensor& x, const reduce_attrs& a) {
   return call<sum_op>(a, x);
 }
 
+/// The rules of a reduction whose derivative is a weighted sum of its input's over the reduced
+/// dims, d out = sum(w * dx): vjp g * w, jvp sum(t * w), with w = D::weights(x, out, attrs) in
+/// xfunc ops (so differentiable again); the batch rule shifts the dims past the batch dim.
+template <class D>
+struct weighted_reduction_rules {
+  static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const reduce_attrs& a) {
+    return {unsqueeze_reduced(g, a.dims, a.keepdim) * D::weights(in[0], out, a)};
+  }
+  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const reduce_attrs& a) {
+    return sum_dims(t[0] * D::weights(in[0], out, a), a);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const reduce_attrs& a) {
+    return reduce_batch<D>(in, bdims, a);
+  }
+};
+
 /// amax / amin: the gradient is shared evenly among the elements that attain the extreme.
 template <class D>
-struct extreme_op {
+struct extreme_op : weighted_reduction_rules<D> {
   using attrs = reduce_attrs;
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
@@ -151,19 +179,10 @@ struct extreme_op {
     const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
     return reduce_with<backend::extreme_math<D::is_max>, backend::numeric_types>(in[0], a, dt, dt, D::name);
   }
-  static tensor mask(const tensor& x, const tensor& out, const attrs& a) {
+  /// 1 / (the number of extreme elements) at each extreme element, 0 elsewhere.
+  static tensor weights(const tensor& x, const tensor& out, const attrs& a) {
     tensor m = (x == unsqueeze_reduced(out, a.dims, a.keepdim)).to(x.dtype());
     return m / sum_dims(m, {a.dims, true});
-  }
-  static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs& a) {
-    return {unsqueeze_reduced(g, a.dims, a.keepdim) * mask(in[0], out, a)};
-  }
-  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs& a) {
-    return sum_dims(t[0] * mask(in[0], out, a), a);
-  }
-  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
-                       const attrs& a) {
-    return reduce_batch<D>(in, bdims, a);
   }
 };
 template <class = void>
@@ -253,7 +272,7 @@ template <class = void>
 struct norm_op_t;
 using norm_op = norm_op_t<>;
 template <class>
-struct norm_op_t {
+struct norm_op_t : weighted_reduction_rules<norm_op> {
   static constexpr const char* name = "xf::norm";
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   using attrs = reduce_attrs;
@@ -262,20 +281,10 @@ struct norm_op_t {
     return reduce_with<backend::norm_math, backend::floating_types>(in[0], a, dt, dt, name);
   }
   /// d|x|/dx = x / |x|, and 0 where |x| == 0.
-  static tensor direction(const tensor& x, const tensor& out, const attrs& a) {
+  static tensor weights(const tensor& x, const tensor& out, const attrs& a) {
     tensor n = unsqueeze_reduced(out, a.dims, a.keepdim);
     tensor safe = where(n == 0.0, plain_ones_like(n), n);
     return x / safe;
-  }
-  static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs& a) {
-    return {unsqueeze_reduced(g, a.dims, a.keepdim) * direction(in[0], out, a)};
-  }
-  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs& a) {
-    return sum_dims(t[0] * direction(in[0], out, a), a);
-  }
-  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
-                       const attrs& a) {
-    return reduce_batch<norm_op>(in, bdims, a);
   }
 };
 
@@ -285,7 +294,7 @@ template <class = void>
 struct logsumexp_op_t;
 using logsumexp_op = logsumexp_op_t<>;
 template <class>
-struct logsumexp_op_t {
+struct logsumexp_op_t : weighted_reduction_rules<logsumexp_op> {
   static constexpr const char* name = "xf::logsumexp";
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   using attrs = reduce_attrs;
@@ -296,45 +305,22 @@ struct logsumexp_op_t {
     if (a.dims.size() <= 1)  // none (each element alone: a 0-d example under vmap) or one dim
       return backend::normalize<normalization::logsumexp>(x, a.dims.empty() ? -1 : a.dims[0], a.keepdim, name);
     // several dims: moved last and merged into one
-    dims_t perm;
-    shape_t kept;
-    for (std::int64_t i = 0; i < x.dim(); ++i)
-      if (std::find(a.dims.begin(), a.dims.end(), i) == a.dims.end()) {
-        perm.push_back(i);
-        kept.push_back(x.size(i));
-      }
-    for (auto d : a.dims) perm.push_back(d);
-    shape_t merged = kept, pshape, pstrides;
+    shape_t merged = reduced_shape(x.shape(), a.dims, false);
+    const auto last = static_cast<std::int64_t>(merged.size());
     merged.push_back(reduced_count(x.shape(), a.dims, name));
-    for (auto d : perm) {
-      pshape.push_back(x.size(d));
-      pstrides.push_back(x.impl()->strides[static_cast<std::size_t>(d)]);
-    }
-    tensor flat = empty_dense(merged, x.dtype(), x.device(), name);
-    if (x.device() != meta)
-      visit_floating(x.dtype(), [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        backend::gather_into<T>(*x.impl(), pshape, pstrides, flat.impl()->template data<T>());
-      });
-    tensor r = backend::normalize<normalization::logsumexp>(flat, static_cast<std::int64_t>(kept.size()), false, name);
+    tensor flat = with_reduced_dims_last(x, a.dims, x.dtype(), name);
+    flat.impl()->shape = merged;  // contiguous: the reduced dims merge into the last
+    flat.impl()->strides = contiguous_strides(merged);
+    tensor r = backend::normalize<normalization::logsumexp>(flat, last, false, name);
     if (a.keepdim) {  // a fresh contiguous result: give it the kept dims as 1
       r.impl()->shape = reduced_shape(x.shape(), a.dims, true);
       r.impl()->strides = contiguous_strides(r.impl()->shape);
     }
     return r;
   }
-  static tensor softmax_of(const tensor& x, const tensor& out, const attrs& a) {
+  /// The softmax over dims: exp(x - out).
+  static tensor weights(const tensor& x, const tensor& out, const attrs& a) {
     return exp(x - unsqueeze_reduced(out, a.dims, a.keepdim));
-  }
-  static tensor_list vjp(std::span<const tensor> in, const tensor& out, const tensor& g, const attrs& a) {
-    return {unsqueeze_reduced(g, a.dims, a.keepdim) * softmax_of(in[0], out, a)};
-  }
-  static tensor jvp(std::span<const tensor> in, std::span<const tensor> t, const tensor& out, const attrs& a) {
-    return sum_dims(t[0] * softmax_of(in[0], out, a), a);
-  }
-  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
-                       const attrs& a) {
-    return reduce_batch<logsumexp_op>(in, bdims, a);
   }
 };
 
