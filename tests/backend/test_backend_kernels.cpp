@@ -4,10 +4,12 @@
 // 1, 2 and 3 threads (sizes above the parallel threshold, odd extents).
 #include <catch2/catch.hpp>
 
+#include <climits>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <xfunc/xfunc.hpp>
@@ -477,6 +479,17 @@ TEST_CASE("gather and scatter_add: every dim, strided and expanded operands, bit
                       "xf::scatter_add: index -777 is out of range for dimension 1 of size 512");
   }
   xf::set_num_threads(2);
+  // extreme values (the range check must not wrap) and an empty dim (nothing to read instead)
+  for (std::int64_t v : {INT64_MIN, INT64_MAX, std::int64_t(-513), std::int64_t(512)}) {
+    xf::tensor e = xf::zeros({4, 37}, xf::i64);
+    e.impl()->data<std::int64_t>()[2 * 37 + 35] = v;
+    const std::string msg = " is out of range for dimension 1 of size 512";
+    CHECK_THROWS_WITH(xf::gather(xf::randn({4, 512}), 1, e), "xf::gather: index " + std::to_string(v) + msg);
+    CHECK_THROWS_WITH(xf::detail::call<xf::detail::scatter_add_op>({1}, xf::zeros({4, 512}), e, xf::ones({4, 37})),
+                      "xf::scatter_add: index " + std::to_string(v) + msg);
+  }
+  CHECK_THROWS_WITH(xf::gather(xf::randn({4, 0}), 1, xf::zeros({4, 3}, xf::i64)),
+                    "xf::gather: index 0 is out of range for dimension 1 of size 0");
 
   // scatter_add: sums in the order of the index, the same at every thread count; compared with
   // a serial loop that adds in row-major order
