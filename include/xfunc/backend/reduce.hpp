@@ -40,6 +40,10 @@ namespace xfunc::detail::backend {
 // columns) go to threads (NOTE: [Threads]) but each is computed the same way on any thread, so
 // results are bitwise identical for every thread count.
 
+/// Unrolls the loop that follows completely: the loops over an array of SIMD accumulators must
+/// be, or the accumulators live in memory and every step waits for a store to be forwarded.
+#define XFUNC_UNROLL _Pragma("GCC unroll 16")
+
 /// The SIMD register type for T on the target the code is compiled for (xsimd).
 template <class T>
 using simd = xsimd::batch<T>;
@@ -158,10 +162,10 @@ T fold_chunk(const T* p, std::int64_t n) {
   for (int k = 0; k < K; ++k) acc[k] = identity_of<M, V>();
   std::int64_t i = 0;
   while (i + L <= n) {
-    for (int k = 0; k < K; ++k) grp[k] = identity_of<M, V>();
+    XFUNC_UNROLL for (int k = 0; k < K; ++k) grp[k] = identity_of<M, V>();
     for (int g = 0; g < G && i + L <= n; ++g, i += L)
-      for (int k = 0; k < K; ++k) grp[k] = step(grp[k], V::load_unaligned(p + i + k * W));
-    for (int k = 0; k < K; ++k) acc[k] = M::combine(acc[k], grp[k]);
+      XFUNC_UNROLL for (int k = 0; k < K; ++k) grp[k] = step(grp[k], V::load_unaligned(p + i + k * W));
+    XFUNC_UNROLL for (int k = 0; k < K; ++k) acc[k] = M::combine(acc[k], grp[k]);
   }
   // joining registers before lanes keeps the scalar work per chunk at W - 1 combines, which
   // matters for short runs (a row of 2048 floats is 32 registers)
@@ -203,7 +207,7 @@ void fold_rows(const T* p, std::int64_t ld, std::int64_t r0, std::int64_t r1, st
     V a[K];
     for (int k = 0; k < K; ++k) a[k] = identity_of<M, V>();
     for (std::int64_t r = r0; r < r1; ++r)
-      for (int k = 0; k < K; ++k) a[k] = step(a[k], V::load_unaligned(p + r * ld + j + k * W));
+      XFUNC_UNROLL for (int k = 0; k < K; ++k) a[k] = step(a[k], V::load_unaligned(p + r * ld + j + k * W));
     for (int k = 0; k < K; ++k) a[k].store_unaligned(acc + j + k * W);
   }
   std::fill(acc + j, acc + b1, M::template identity<T>());
