@@ -32,7 +32,7 @@ namespace xfunc::detail::backend {
 // result is the same for every thread count (NOTE: [Threads]). Small copies run on the calling
 // thread (parallel_for's threshold).
 inline constexpr std::int64_t copy_grain = std::int64_t(1) << 15;
-inline constexpr std::int64_t copy_tile = 32;
+inline constexpr std::int64_t copy_tile = 64;  // (32 KiB of 8-byte elements in a tile buffer)
 
 /// A copy layout after simplification: `rank` dims, outermost first, with extents and the
 /// destination's and the source's strides (in elements).
