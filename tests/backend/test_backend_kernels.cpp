@@ -383,6 +383,15 @@ TEST_CASE("where and clamp: broadcast, transposed, every dtype", "[backend][poin
     check_elements(w2, [&](std::int64_t i) {
       return value_at(full_cond.t(), i) != 0 ? value_at(b.t(), i) : value_at(a.t(), i);
     });
+    // a one-element side is read as a scalar (either side, both, with or without dims)
+    const xf::tensor s1 = random_of({1, 1}, dt), s0 = random_of({}, dt);
+    const xf::tensor ws = same_at_every_thread_count([&] { return xf::where(full_cond, s1, a); });
+    check_elements(ws, [&](std::int64_t i) { return value_at(full_cond, i) != 0 ? value_at(s1, 0) : value_at(a, i); });
+    const xf::tensor wt = same_at_every_thread_count([&] { return xf::where(full_cond, b, s0); });
+    check_elements(wt, [&](std::int64_t i) { return value_at(full_cond, i) != 0 ? value_at(b, i) : value_at(s0, 0); });
+    const xf::tensor wb = same_at_every_thread_count([&] { return xf::where(full_cond, s0, s1); });
+    CHECK(wb.shape() == xf::shape_t{257, 263});
+    check_elements(wb, [&](std::int64_t i) { return value_at(full_cond, i) != 0 ? value_at(s0, 0) : value_at(s1, 0); });
     if (dt != xf::b8) {
       const double lo = dt == xf::i64 ? -300 : -0.5, hi = dt == xf::i64 ? 200 : 0.75;
       const xf::tensor c = same_at_every_thread_count([&] { return xf::clamp(a, lo, hi); });
