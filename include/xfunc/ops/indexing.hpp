@@ -30,7 +30,10 @@ inline void check_index_tensor(const tensor& index, const char* op) {
 // the sums are bitwise the same for every thread count. When the index has nothing to split
 // (index_add of narrow rows along dim 0, say), scatter_add runs on one thread.
 // An index out of range is reported for the first bad position in row-major order, whichever
-// task finds it, so the message does not depend on the thread count either.
+// task finds it, so the message does not depend on the thread count either. gather checks a
+// chunk of indices (vectorised) before it reads through them, so its read loop has no test;
+// scatter_add tests each index as it adds and stops a unit at the first bad one (the op fails,
+// so what it added is never seen).
 inline constexpr std::int64_t index_grain = std::int64_t(1) << 14;
 inline constexpr std::int64_t scatter_piece = 256;
 
