@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -58,20 +59,25 @@ double value_at(const xf::tensor& t, std::int64_t i) {
   return cache.back()(i);
 }
 
-/// The multi-index of row-major position i in shape.
-std::vector<std::int64_t> unravel(std::int64_t i, const xf::shape_t& shape) {
-  std::vector<std::int64_t> idx(shape.size());
+/// The multi-index of row-major position i in shape (a shape_t: no heap allocation per element,
+/// which matters under ASan).
+xf::shape_t unravel(std::int64_t i, const xf::shape_t& shape) {
+  xf::shape_t idx(shape.size());
   for (std::size_t d = shape.size(); d-- > 0;) {
     idx[d] = i % shape[d];
     i /= shape[d];
   }
   return idx;
 }
-std::int64_t ravel(const std::vector<std::int64_t>& idx, const xf::shape_t& shape) {
+template <class Index>
+std::int64_t ravel_of(const Index& idx, const xf::shape_t& shape) {
   std::int64_t i = 0;
-  for (std::size_t d = 0; d < shape.size(); ++d) i = i * shape[d] + idx[d];
+  for (std::size_t d = 0; d < shape.size(); ++d) i = i * shape[d] + idx.begin()[d];
   return i;
 }
+std::int64_t ravel(const xf::shape_t& idx, const xf::shape_t& shape) { return ravel_of(idx, shape); }
+// (a braced index stays a list: GCC 12 warns about copying a braced shape_t at -O2)
+std::int64_t ravel(std::initializer_list<std::int64_t> idx, const xf::shape_t& shape) { return ravel_of(idx, shape); }
 
 /// Elementwise bitwise equality of two tensors of the same dtype and shape.
 bool bitwise_equal(const xf::tensor& a, const xf::tensor& b) {
@@ -357,7 +363,7 @@ TEST_CASE("cat and stack: mixed layouts and dtypes, every dim", "[backend][cat]"
     check_elements(s, [&](std::int64_t i) {
       auto idx = unravel(i, s.shape());
       const std::int64_t which = idx[static_cast<std::size_t>(dim)];
-      idx.erase(idx.begin() + dim);
+      idx.erase(static_cast<std::size_t>(dim));
       return value_at(which == 1 ? y : x, ravel(idx, x.shape()));
     });
   }
