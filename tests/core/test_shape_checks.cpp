@@ -13,14 +13,7 @@
 namespace xf = xfunc;
 using Catch::Contains;
 
-#if defined(__SANITIZE_ADDRESS__)
-#define XFUNC_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define XFUNC_TEST_ASAN 1
-#endif
-#endif
-#ifdef XFUNC_TEST_ASAN
+#if XFUNC_DETAIL_ASAN
 // A failed huge allocation must come back as a null pointer (what the C allocator does) rather
 // than stop the process, so that the "out of memory" path is tested under ASan too.
 extern "C" const char* __asan_default_options() { return "allocator_may_return_null=1"; }

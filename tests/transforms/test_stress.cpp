@@ -140,16 +140,8 @@ void on_small_stack(const std::function<void()>& fn) {
 }
 }  // namespace
 
-#if defined(__SANITIZE_ADDRESS__)
-#define XFUNC_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define XFUNC_TEST_ASAN 1
-#endif
-#endif
-
 TEST_CASE("graphs of 100000 ops are differentiated and destroyed without deep recursion", "[grad][long]") {
-#ifdef XFUNC_TEST_ASAN
+#if XFUNC_DETAIL_ASAN
   // 20000 levels in 1 MiB is 52 bytes a level, less than any frame of an ASan build: recursion
   // would still overflow the stack, and the test takes 8 s there instead of 40
   constexpr int n = 20000;

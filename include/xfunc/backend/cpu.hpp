@@ -3,6 +3,7 @@
 // buffers through xtensor (vectorised with xsimd when XTENSOR_USE_XSIMD is defined, as the
 // xfunc::xfunc target does), large ones split over the thread pool (backend/parallel.hpp).
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -16,6 +17,18 @@
 #include <xfunc/core/tensor.hpp>
 
 namespace xfunc::detail::backend {
+
+/// take ? a : b, chosen through bit masks. On data (a mask, a comparison of random values) the
+/// compiler makes a branch of `?:`, mispredicted half the time; this is a blend, and a loop of
+/// it vectorises.
+template <class T>
+T select_bits(bool take, T a, T b) {
+  using U = std::conditional_t<sizeof(T) == 8, std::uint64_t,
+                               std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint8_t>>;
+  static_assert(sizeof(U) == sizeof(T) && std::is_trivially_copyable_v<T>);
+  const U m = U(0) - static_cast<U>(take);
+  return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & ~m)));
+}
 
 /// A 1-d xtensor view of the n elements at p. (Out of line, the adaptor's constructor is inlined
 /// into it; inlined into each kernel, GCC calls the constructor out of line: a 1-element op

@@ -3,7 +3,6 @@
 // see sum_math and friends) and reduce() turns it into vectorised, blocked, threaded kernels for
 // any set of reduced dims.
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -42,7 +41,7 @@ namespace xfunc::detail::backend {
 
 /// Unrolls the loop that follows completely: the loops over an array of SIMD accumulators must
 /// be, or the accumulators live in memory and every step waits for a store to be forwarded.
-#define XFUNC_UNROLL _Pragma("GCC unroll 16")
+#define XFUNC_DETAIL_UNROLL _Pragma("GCC unroll 16")
 
 /// The SIMD register type for T on the target the code is compiled for (xsimd).
 template <class T>
@@ -91,15 +90,8 @@ struct extreme_math {
     // max(x, a) returns a when either is NaN (x86 semantics of the second operand), so a NaN
     // accumulator stays; a NaN x is selected explicitly, off the accumulator's dependency chain
     if constexpr (is_simd<A>::value) return xsimd::select(x != x, x, Max ? xsimd::max(x, a) : xsimd::min(x, a));
-    else if constexpr (std::is_floating_point_v<A>) {
-      // selected through bit masks: a branch (which GCC makes of `take ? x : a` stored back in
-      // place) is mispredicted half the time on random data, and the lanes of every chunk go
-      // through here
-      using U = std::conditional_t<sizeof(A) == 4, std::uint32_t, std::uint64_t>;
-      const U take = U(0) - static_cast<U>((Max ? x > a : x < a) | (x != x));
-      return std::bit_cast<A>((std::bit_cast<U>(x) & take) | (std::bit_cast<U>(a) & ~take));
-    }
-    else return (Max ? x > a : x < a) ? x : a;
+    // (scalars: the lanes of every chunk go through here, on random data)
+    else return select_bits((Max ? x > a : x < a) || x != x, x, a);
   }
   template <class A>
   static A combine(A a, A b) { return fold(a, b); }
@@ -162,10 +154,10 @@ T fold_chunk(const T* p, std::int64_t n) {
   for (int k = 0; k < K; ++k) acc[k] = identity_of<M, V>();
   std::int64_t i = 0;
   while (i + L <= n) {
-    XFUNC_UNROLL for (int k = 0; k < K; ++k) grp[k] = identity_of<M, V>();
+    XFUNC_DETAIL_UNROLL for (int k = 0; k < K; ++k) grp[k] = identity_of<M, V>();
     for (int g = 0; g < G && i + L <= n; ++g, i += L)
-      XFUNC_UNROLL for (int k = 0; k < K; ++k) grp[k] = step(grp[k], V::load_unaligned(p + i + k * W));
-    XFUNC_UNROLL for (int k = 0; k < K; ++k) acc[k] = M::combine(acc[k], grp[k]);
+      XFUNC_DETAIL_UNROLL for (int k = 0; k < K; ++k) grp[k] = step(grp[k], V::load_unaligned(p + i + k * W));
+    XFUNC_DETAIL_UNROLL for (int k = 0; k < K; ++k) acc[k] = M::combine(acc[k], grp[k]);
   }
   // joining registers before lanes keeps the scalar work per chunk at W - 1 combines, which
   // matters for short runs (a row of 2048 floats is 32 registers)
@@ -207,7 +199,7 @@ void fold_rows(const T* p, std::int64_t ld, std::int64_t r0, std::int64_t r1, st
     V a[K];
     for (int k = 0; k < K; ++k) a[k] = identity_of<M, V>();
     for (std::int64_t r = r0; r < r1; ++r)
-      XFUNC_UNROLL for (int k = 0; k < K; ++k) a[k] = step(a[k], V::load_unaligned(p + r * ld + j + k * W));
+      XFUNC_DETAIL_UNROLL for (int k = 0; k < K; ++k) a[k] = step(a[k], V::load_unaligned(p + r * ld + j + k * W));
     for (int k = 0; k < K; ++k) a[k].store_unaligned(acc + j + k * W);
   }
   std::fill(acc + j, acc + b1, M::template identity<T>());

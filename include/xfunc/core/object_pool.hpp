@@ -6,6 +6,8 @@
 #include <new>
 #include <utility>
 
+#include <xfunc/core/sanitizer.hpp>
+
 namespace xfunc::detail {
 
 // NOTE: [Small-object pool]
@@ -18,15 +20,8 @@ namespace xfunc::detail {
 // tensor handed between threads) simply joins that thread's list. std::pmr pools cannot do this
 // (a block must return to the resource that made it). Under AddressSanitizer the pool is off so
 // that use-after-free stays detectable.
-#if defined(__SANITIZE_ADDRESS__)
-#define XFUNC_DETAIL_OBJECT_POOL 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define XFUNC_DETAIL_OBJECT_POOL 0
-#endif
-#endif
-#ifndef XFUNC_DETAIL_OBJECT_POOL
-#define XFUNC_DETAIL_OBJECT_POOL 1
+#ifndef XFUNC_DETAIL_OBJECT_POOL  // (a build may also turn it off by defining it 0)
+#define XFUNC_DETAIL_OBJECT_POOL (!XFUNC_DETAIL_ASAN)
 #endif
 
 struct small_object_pool {

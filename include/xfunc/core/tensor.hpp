@@ -22,6 +22,7 @@
 #include <xfunc/core/layer.hpp>
 #include <xfunc/core/object_pool.hpp>
 #include <xfunc/core/release_queue.hpp>
+#include <xfunc/core/sanitizer.hpp>
 #include <xfunc/core/shape.hpp>
 
 namespace xfunc {
@@ -50,15 +51,8 @@ void settle_readers_of(const storage& s);
 // 2 MiB costs address space, not memory.
 // Contents of a reused block are unspecified, as for any fresh allocation. Under AddressSanitizer
 // the cache is off so that use-after-free stays detectable.
-#if defined(__SANITIZE_ADDRESS__)
-#define XFUNC_DETAIL_BUFFER_CACHE 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define XFUNC_DETAIL_BUFFER_CACHE 0
-#endif
-#endif
-#ifndef XFUNC_DETAIL_BUFFER_CACHE
-#define XFUNC_DETAIL_BUFFER_CACHE 1
+#ifndef XFUNC_DETAIL_BUFFER_CACHE  // (a build may also turn it off by defining it 0)
+#define XFUNC_DETAIL_BUFFER_CACHE (!XFUNC_DETAIL_ASAN)
 #endif
 
 class large_buffer_cache {

@@ -37,7 +37,12 @@ inline void check_index_tensor(const tensor& index, const char* op) {
 inline constexpr std::int64_t index_grain = std::int64_t(1) << 14;
 inline constexpr std::int64_t scatter_piece = 256;
 
-/// k, or k + n for a negative k (Python's indexing); out of range stays out of [0, n).
+/// Whether index k is valid for a dim of n: in [-n, n). Branch-free (k + n in [0, 2n) as
+/// unsigned; no wrap: both are below 2^63).
+inline bool index_in_range(std::int64_t k, std::int64_t n) {
+  return static_cast<std::uint64_t>(k) + static_cast<std::uint64_t>(n) < 2 * static_cast<std::uint64_t>(n);
+}
+/// k, or k + n for a negative k (Python's indexing); for k in [-n, n) the result is in [0, n).
 inline std::int64_t wrap_index(std::int64_t k, std::int64_t n) { return k + ((k >> 63) & n); }
 
 /// The first (row-major) out-of-range index seen by the tasks of an index kernel.
@@ -64,7 +69,7 @@ struct first_bad_index {
 [[gnu::cold]] inline void report_first_bad(first_bad_index& bad, std::int64_t pos, const std::int64_t* ix,
                                            std::int64_t il, std::int64_t b, std::int64_t e, std::int64_t n) {
   for (std::int64_t i = b; i < e; ++i)
-    if (const std::int64_t k = ix[i * il]; k < -n || k >= n) {
+    if (const std::int64_t k = ix[i * il]; !index_in_range(k, n)) {
       bad.found(pos + i - b, k);
       return;
     }
@@ -89,8 +94,7 @@ inline bool indices_in_range(const std::int64_t* ix, std::int64_t il, std::int64
     }
     bad = xsimd::any(out);
   }
-  const auto un = static_cast<std::uint64_t>(n);  // k + n in [0, 2n) (no wrap: both below 2^63)
-  for (; i < e; ++i) bad |= static_cast<std::uint64_t>(ix[i * il]) + un >= 2 * un;
+  for (; i < e; ++i) bad |= !index_in_range(ix[i * il], n);
   return !bad;
 }
 
@@ -101,7 +105,11 @@ inline bool indices_in_range(const std::int64_t* ix, std::int64_t il, std::int64
 template <bool Contiguous, class T>
 bool gather_row(T* __restrict o, const T* __restrict x, const std::int64_t* __restrict ix, std::int64_t b,
                 std::int64_t e, std::int64_t n, std::int64_t il, std::int64_t tl, std::int64_t sd) {
-  if constexpr (Contiguous) il = 1, tl = 0, sd = 1;
+  if constexpr (Contiguous) {
+    il = 1;
+    tl = 0;
+    sd = 1;
+  }
   constexpr std::int64_t chunk = 1024;  // the chunk's indices stay in L1 between the two passes
   for (std::int64_t c = b; c < e; c += chunk) {
     const std::int64_t ce = e - c < chunk ? e : c + chunk;
@@ -118,10 +126,10 @@ template <class T>
 std::int64_t scatter_add_run(T* o, std::int64_t ol, std::int64_t sd, const std::int64_t* ix, std::int64_t il,
                              const T* x, std::int64_t sl, std::int64_t b, std::int64_t e, std::int64_t n) {
   for (std::int64_t i = b; i < e; ++i) {
-    const std::int64_t k = wrap_index(ix[i * il], n);
-    if (static_cast<std::uint64_t>(k) >= static_cast<std::uint64_t>(n)) [[unlikely]]
+    const std::int64_t k = ix[i * il];
+    if (!index_in_range(k, n)) [[unlikely]]
       return i;
-    o[i * ol + k * sd] += x[i * sl];
+    o[i * ol + wrap_index(k, n) * sd] += x[i * sl];
   }
   return e;
 }
@@ -348,7 +356,7 @@ struct index_select_op_t {
     if (r == 0 && k != 1) fail(name, ": a 0-d input takes an index of one element, got ", k);
     const std::int64_t* ip = raw<std::int64_t>(ii);
     for (std::int64_t j = 0; j < k; ++j)  // checked first: k reads, next to the copies
-      if (ip[j * is] < -n || ip[j * is] >= n)
+      if (!index_in_range(ip[j * is], n))
         fail(name, ": index ", ip[j * is], " is out of range for dimension ", a.dim, " of size ", n);
     if (out.numel() == 0) return out;
     // Slices t[outer..., index[j], inner...] are rows of `inner` elements: one strided row of t
@@ -383,7 +391,7 @@ struct index_select_op_t {
         std::int64_t j = u0 % k;
         for (std::int64_t u = u0; u < u1; ++u) {
           const std::int64_t x = ip[j * is];
-          backend::copy_row<T, T>(op + c.off[0] + j * inner, 1, tp + c.off[1] + (x < 0 ? x + n : x) * sd, sl,
+          backend::copy_row<T, T>(op + c.off[0] + j * inner, 1, tp + c.off[1] + wrap_index(x, n) * sd, sl,
                                   inner);
           if (++j == k) {
             j = 0;

@@ -1,6 +1,5 @@
 #pragma once
 // Pointwise ops: each with its kernel, derivative (used by both vjp and jvp) and batch rule.
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -528,20 +527,12 @@ struct where_op_t {
     });
     return out;
   }
-  /// o[i] = c[i] ? x[i] : y[i] (x[0] / y[0] for a scalar side), chosen through bit masks: the
-  /// compiler makes a branch of `?:` on a bool, mispredicted half the time on a random mask
-  /// (8x slower than this loop, which vectorises as a blend).
+  /// o[i] = c[i] ? x[i] : y[i] (x[0] / y[0] for a scalar side), without a branch on the mask
+  /// (select_bits: 8x faster than `?:` on a random mask).
   template <bool XScalar, bool YScalar, class T>
   static void select(T* __restrict o, const bool* __restrict c, const T* __restrict x, const T* __restrict y,
                      std::int64_t n) {
-    using U = std::conditional_t<sizeof(T) == 8, std::uint64_t,
-                                 std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint8_t>>;
-    static_assert(sizeof(U) == sizeof(T));
-    for (std::int64_t i = 0; i < n; ++i) {
-      const U take_x = U(0) - static_cast<U>(c[i]);
-      const U xv = std::bit_cast<U>(x[XScalar ? 0 : i]), yv = std::bit_cast<U>(y[YScalar ? 0 : i]);
-      o[i] = std::bit_cast<T>(static_cast<U>((xv & take_x) | (yv & ~take_x)));
-    }
+    for (std::int64_t i = 0; i < n; ++i) o[i] = backend::select_bits(c[i], x[XScalar ? 0 : i], y[YScalar ? 0 : i]);
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
     tensor z = plain_zeros_like(g);
