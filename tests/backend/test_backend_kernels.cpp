@@ -4,11 +4,13 @@
 // 1, 2 and 3 threads (sizes above the parallel threshold, odd extents).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -244,6 +246,120 @@ TEST_CASE("pointwise kernels: contiguous, strided, broadcast, transposed, every 
     check_elements(one * one, [&](std::int64_t) { return as_dtype(value_at(one, 0) * value_at(one, 0), dt == xf::b8 ? xf::i64 : dt); });
   }
   xf::detail::set_deferred_min_numel(saved);
+}
+
+TEST_CASE("per-element math: every pointwise op on SIMD registers and on the scalar tail", "[backend][pointwise]") {
+  // Lengths around the SIMD widths (4 to 16 lanes) put elements both in whole registers and in
+  // the tail (NOTE: [Element math]); every op is checked against the C++ standard library.
+  const std::int64_t saved = xf::detail::set_deferred_min_numel(0);
+  using unary_ref = double (*)(double);
+  struct unary_case {
+    const char* name;
+    xf::tensor (*op)(const xf::tensor&);
+    unary_ref ref;
+    double lo, hi;  // the domain sampled
+  };
+  const unary_case unary_cases[] = {
+      {"exp", [](const xf::tensor& x) { return xf::exp(x); }, [](double x) { return std::exp(x); }, -5, 5},
+      {"log", [](const xf::tensor& x) { return xf::log(x); }, [](double x) { return std::log(x); }, 0.01, 9},
+      {"sin", [](const xf::tensor& x) { return xf::sin(x); }, [](double x) { return std::sin(x); }, -9, 9},
+      {"cos", [](const xf::tensor& x) { return xf::cos(x); }, [](double x) { return std::cos(x); }, -9, 9},
+      {"tan", [](const xf::tensor& x) { return xf::tan(x); }, [](double x) { return std::tan(x); }, -1.4, 1.4},
+      {"tanh", [](const xf::tensor& x) { return xf::tanh(x); }, [](double x) { return std::tanh(x); }, -5, 5},
+      {"sigmoid", [](const xf::tensor& x) { return xf::sigmoid(x); }, [](double x) { return 1 / (1 + std::exp(-x)); }, -9, 9},
+      {"relu", [](const xf::tensor& x) { return xf::relu(x); }, [](double x) { return x > 0 ? x : 0.0; }, -3, 3},
+      {"abs", [](const xf::tensor& x) { return xf::abs(x); }, [](double x) { return std::abs(x); }, -3, 3},
+      {"sqrt", [](const xf::tensor& x) { return xf::sqrt(x); }, [](double x) { return std::sqrt(x); }, 0, 9},
+      {"rsqrt", [](const xf::tensor& x) { return xf::rsqrt(x); }, [](double x) { return 1 / std::sqrt(x); }, 0.01, 9},
+      {"square", [](const xf::tensor& x) { return xf::square(x); }, [](double x) { return x * x; }, -3, 3},
+      {"log1p", [](const xf::tensor& x) { return xf::log1p(x); }, [](double x) { return std::log1p(x); }, -0.9, 9},
+      {"expm1", [](const xf::tensor& x) { return xf::expm1(x); }, [](double x) { return std::expm1(x); }, -3, 3},
+      {"sign", [](const xf::tensor& x) { return xf::sign(x); }, [](double x) { return double((x > 0) - (x < 0)); }, -3, 3},
+      {"reciprocal", [](const xf::tensor& x) { return xf::reciprocal(x); }, [](double x) { return 1 / x; }, 0.1, 9},
+      {"erf", [](const xf::tensor& x) { return xf::erf(x); }, [](double x) { return std::erf(x); }, -3, 3},
+      {"pow(x, 2.5)", [](const xf::tensor& x) { return xf::pow(x, 2.5); }, [](double x) { return std::pow(x, 2.5); }, 0, 3},
+      {"clamp", [](const xf::tensor& x) { return xf::clamp(x, -0.5, 0.25); }, [](double x) { return std::clamp(x, -0.5, 0.25); }, -1, 1},
+  };
+  struct binary_case {
+    const char* name;
+    xf::tensor (*op)(const xf::tensor&, const xf::tensor&);
+    double (*ref)(double, double);
+  };
+  const binary_case binary_cases[] = {
+      {"add", [](const xf::tensor& a, const xf::tensor& b) { return a + b; }, [](double a, double b) { return a + b; }},
+      {"mul", [](const xf::tensor& a, const xf::tensor& b) { return a * b; }, [](double a, double b) { return a * b; }},
+      {"div", [](const xf::tensor& a, const xf::tensor& b) { return a / b; }, [](double a, double b) { return a / b; }},
+      {"pow", [](const xf::tensor& a, const xf::tensor& b) { return xf::pow(xf::abs(a) + 0.5, b); },
+       [](double a, double b) { return std::pow(std::abs(a) + 0.5, b); }},
+      {"maximum", [](const xf::tensor& a, const xf::tensor& b) { return xf::maximum(a, b); }, [](double a, double b) { return std::max(a, b); }},
+      {"minimum", [](const xf::tensor& a, const xf::tensor& b) { return xf::minimum(a, b); }, [](double a, double b) { return std::min(a, b); }},
+      {"atan2", [](const xf::tensor& a, const xf::tensor& b) { return xf::atan2(a, b); }, [](double a, double b) { return std::atan2(a, b); }},
+  };
+  for (xf::dtype dt : {xf::f32, xf::f64}) {
+    INFO(dt);
+    const double rtol = dt == xf::f32 ? 2e-6 : 1e-13;
+    for (std::int64_t n : {1, 3, 4, 7, 8, 15, 16, 17, 31, 33, 47, 64, 100}) {
+      INFO("n = " << n);
+      const xf::tensor u = xf::rand({n}, dt);
+      for (const unary_case& c : unary_cases) {
+        INFO(c.name);
+        const xf::tensor x = u * (c.hi - c.lo) + c.lo;
+        check_elements(c.op(x), [&](std::int64_t i) { return as_dtype(c.ref(value_at(x, i)), dt); }, rtol);
+      }
+      const xf::tensor a = xf::randn({n}, dt), b = xf::randn({n}, dt);
+      for (const binary_case& c : binary_cases) {
+        INFO(c.name);
+        check_elements(c.op(a, b), [&](std::int64_t i) { return as_dtype(c.ref(value_at(a, i), value_at(b, i)), dt); }, rtol);
+        // a scalar on either side
+        const xf::tensor s = xf::full({}, 0.75, dt);
+        check_elements(c.op(a, s), [&](std::int64_t i) { return as_dtype(c.ref(value_at(a, i), 0.75), dt); }, rtol);
+        check_elements(c.op(s, b), [&](std::int64_t i) { return as_dtype(c.ref(0.75, value_at(b, i)), dt); }, rtol);
+      }
+    }
+  }
+  xf::detail::set_deferred_min_numel(saved);
+}
+
+TEST_CASE("per-element math: NaN, infinities and signed zeros, in registers and in the tail", "[backend][pointwise]") {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  for (xf::dtype dt : {xf::f32, xf::f64}) {
+    INFO(dt);
+    // 37 elements: the special values sit at the start (a whole register) and at the end (the tail)
+    for (std::int64_t at : {0, 36}) {
+      INFO("at " << at);
+      auto with = [&](double v) {
+        xf::tensor t = xf::ones({37}, dt);
+        t.narrow(0, at, 1).copy_(xf::full({1}, v, dt));
+        return t;
+      };
+      auto value = [&](const xf::tensor& t) { return value_at(t, at); };
+      // NaN propagates through relu, maximum, minimum, clamp and sign, as in torch
+      CHECK(std::isnan(value(xf::relu(with(nan)))));
+      CHECK(std::isnan(value(xf::maximum(with(nan), xf::ones({37}, dt)))));
+      CHECK(std::isnan(value(xf::maximum(xf::ones({37}, dt), with(nan)))));
+      CHECK(std::isnan(value(xf::minimum(with(nan), xf::ones({37}, dt)))));
+      CHECK(std::isnan(value(xf::minimum(xf::ones({37}, dt), with(nan)))));
+      CHECK(std::isnan(value(xf::clamp(with(nan), -1, 1))));
+      CHECK(std::isnan(value(xf::sign(with(nan)))));
+      CHECK(std::isnan(value(xf::exp(with(nan)))));
+      // infinities
+      CHECK(value(xf::exp(with(-inf))) == 0);
+      CHECK(value(xf::exp(with(inf))) == inf);
+      CHECK(value(xf::sigmoid(with(-inf))) == 0);
+      CHECK(value(xf::sigmoid(with(inf))) == 1);
+      CHECK(value(xf::tanh(with(inf))) == 1);
+      CHECK(value(xf::relu(with(inf))) == inf);
+      CHECK(value(xf::clamp(with(-inf), -1, 1)) == -1);
+      CHECK(value(xf::sign(with(-inf))) == -1);
+      CHECK(value(xf::maximum(with(-inf), xf::zeros({37}, dt))) == 0);
+      // a zero keeps its sign through sign and abs drops it
+      CHECK(std::signbit(value(xf::sign(with(-0.0)))));
+      CHECK(value(xf::sign(with(-0.0))) == 0);
+      CHECK(!std::signbit(value(xf::abs(with(-0.0)))));
+      CHECK(value(xf::log(with(0.0))) == -inf);
+      CHECK(std::isnan(value(xf::sqrt(with(-1.0)))));
+    }
+  }
 }
 
 TEST_CASE("deferred pointwise programs: parallel blocks, bitwise those of eager evaluation", "[backend][deferred]") {

@@ -1,17 +1,14 @@
 #pragma once
-// CPU kernels: strided copies written once by hand (backend/strided.hpp), math on contiguous
-// buffers through xtensor (vectorised with xsimd when XTENSOR_USE_XSIMD is defined, as the
-// xfunc::xfunc target does), large ones split over the thread pool (backend/parallel.hpp).
+// CPU kernels: strided copies written once by hand (backend/strided.hpp), pointwise math on
+// contiguous buffers as each op's per-element `fn` (NOTE: [Element math]) mapped over xsimd
+// registers, large calls split over the thread pool (backend/parallel.hpp).
 #include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 
-#include <xtensor/xadapt.hpp>
-#include <xtensor/xmath.hpp>
-#include <xtensor/xnoalias.hpp>
-
+#include <xfunc/backend/element.hpp>
 #include <xfunc/backend/parallel.hpp>
 #include <xfunc/backend/strided.hpp>
 #include <xfunc/core/tensor.hpp>
@@ -30,32 +27,14 @@ T select_bits(bool take, T a, T b) {
   return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & ~m)));
 }
 
-/// A 1-d xtensor view of the n elements at p. (Out of line, the adaptor's constructor is inlined
-/// into it; inlined into each kernel, GCC calls the constructor out of line: a 1-element op
-/// pays several ns for it.)
-template <class T>
-[[gnu::noinline]] auto flat(T* p, std::int64_t n) {
-  const auto u = static_cast<std::size_t>(n);
-  // the pointer as a prvalue: given an lvalue, xt::adapt would keep a reference to it (here, to
-  // this function's parameter)
-  return xt::adapt(static_cast<T*>(p), u, xt::no_ownership(), std::array<std::size_t, 1>{u});
-}
-/// A 1-d xtensor view of the contiguous data of t.
-template <class T>
-auto flat(const tensor& t) {
-  return flat(t.impl()->template data<T>(), t.numel());
-}
-
 // NOTE: [Pointwise chunks]
-// A contiguous pointwise kernel over n elements runs as one xtensor assignment when n is below
-// 2 * pointwise_chunk, else as one assignment per chunk of pointwise_chunk elements, split over
-// the thread pool (NOTE: [Threads]). Chunks start at multiples of pointwise_chunk elements of the
-// output, which is 64-byte aligned like every buffer, so each chunk starts aligned; xtensor
-// computes the elements before the first aligned one and after the last whole SIMD batch
-// without SIMD, and SIMD and scalar math (exp, ...) may round differently. With aligned starts
-// and a chunk length that is a multiple of every SIMD width, exactly the same elements take the
-// SIMD path as in one assignment over the whole buffer, so the result is bitwise that of the
-// unsplit kernel, for every thread count.
+// A contiguous pointwise kernel over n elements runs as one loop when n is below
+// 2 * pointwise_chunk, else as one loop per chunk of pointwise_chunk elements, split over the
+// thread pool (NOTE: [Threads]). Chunks start at multiples of pointwise_chunk, a multiple of
+// every SIMD width, and map_elements takes whole SIMD registers from the start of its range, so
+// exactly the same elements take the SIMD path as in one loop over the whole buffer (SIMD and
+// scalar math may round differently): the result is bitwise that of the unsplit kernel, for
+// every thread count.
 inline constexpr std::int64_t pointwise_chunk = std::int64_t(1) << 14;
 
 /// for_each_chunk's large case, out of line: small calls keep the code of one assignment.
@@ -179,10 +158,46 @@ const tensor& materialized(const tensor& t, const shape_t& shape, dtype d, tenso
 /// A meta tensor of shape s; `fn` names the op if the shape is invalid.
 inline tensor meta_like(const shape_t& s, dtype d, const char* fn = "xf") { return empty_dense(s, d, meta, fn); }
 
-/// Elementwise unary op: out[i] = f(x[i]) computed in dtype `compute`, stored as `out_dt`.
-/// `f` maps an xtensor expression to an xtensor expression.
+/// An operand of map_elements: contiguous values from p.
+template <class T>
+struct elements {
+  const T* p;
+  auto batch(std::int64_t i) const { return simd<T>::load_unaligned(p + i); }
+  T value(std::int64_t i) const { return p[i]; }
+  elements at(std::int64_t i) const { return {p + i}; }
+};
+/// An operand of map_elements: one value for every element.
+template <class T>
+struct repeated {
+  T v;
+  auto batch(std::int64_t) const { return simd<T>(v); }
+  T value(std::int64_t) const { return v; }
+  repeated at(std::int64_t) const { return *this; }
+};
+
+/// out[i] = f(in[i]...) for i in [0, n): whole SIMD registers from the start, then the tail one
+/// by one (so which elements take the SIMD path depends only on their position: NOTE: [Element
+/// math]). Boolean results (comparisons) and integer math run as plain loops.
+template <class T, class O, class F, class... In>
+void map_elements(O* __restrict out, std::int64_t n, const F& f, const In&... in) {
+  std::int64_t i = 0;
+  if constexpr (std::is_same_v<O, T> && simd_elements<T>) {
+    constexpr std::int64_t W = simd<T>::size;
+    for (; i + W <= n; i += W) f(in.batch(i)...).store_unaligned(out + i);
+  }
+  for (; i < n; ++i) out[i] = static_cast<O>(f(in.value(i)...));
+}
+
+/// map_elements over n elements in the chunks of NOTE: [Pointwise chunks].
+template <class T, class O, class F, class... In>
+void map_chunked(O* out, std::int64_t n, const F& f, const In&... in) {
+  for_each_chunk(n, [&](std::int64_t b, std::int64_t len) { map_elements<T>(out + b, len, f, in.at(b)...); });
+}
+
+/// Elementwise unary op: out[i] = f(x[i]) computed in dtype `compute`, stored as `out_dt`; f is
+/// an op's per-element `fn` (NOTE: [Element math]).
 template <class Types, class F>
-tensor unary(const tensor& x, dtype compute, dtype out_dt, F&& f) {
+tensor unary(const tensor& x, dtype compute, dtype out_dt, const F& f) {
   if (x.device() == meta) return meta_like(x.shape(), out_dt);
   tensor scratch;
   const tensor& xc = materialized(x, x.shape(), compute, scratch);
@@ -190,18 +205,7 @@ tensor unary(const tensor& x, dtype compute, dtype out_dt, F&& f) {
   Types::visit(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using O = std::conditional_t<Types::bool_out, bool, T>;
-    const std::int64_t n_out = numel_of(out.impl()->shape);
-    O* po = out.impl()->template data<O>();
-    T* px = xc.impl()->template data<T>();  // (only read)
-    if (n_out < 2 * pointwise_chunk) [[likely]] {  // one assignment
-      auto o = flat(po, n_out);
-      xt::noalias(o) = f(flat(px, n_out));
-      return;
-    }
-    for_each_chunk_of(n_out, [&](std::int64_t b, std::int64_t n) {
-      auto o = flat(po + b, n);
-      xt::noalias(o) = f(flat(px + b, n));
-    });
+    map_chunked<T>(out.impl()->template data<O>(), out.numel(), f, elements<T>{xc.impl()->template data<T>()});
   });
   return out;
 }
@@ -209,61 +213,26 @@ tensor unary(const tensor& x, dtype compute, dtype out_dt, F&& f) {
 /// Elementwise binary op with NumPy broadcasting; `fn` names the op when the broadcast shape is
 /// invalid (its element count or bytes do not fit: NOTE: [Checked shape arithmetic]).
 template <class Types, class F>
-tensor binary(const tensor& a, const tensor& b, dtype compute, dtype out_dt, F&& f, const char* fn) {
+tensor binary(const tensor& a, const tensor& b, dtype compute, dtype out_dt, const F& f, const char* fn) {
   shape_t shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape());
   if (a.device() == meta || b.device() == meta) return meta_like(shape, out_dt, fn);
   tensor out = empty_dense(shape, out_dt, cpu, fn);
   Types::visit(compute, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using O = std::conditional_t<Types::bool_out, bool, T>;
-    const std::int64_t n_out = numel_of(out.impl()->shape);
-    // Small calls are one assignment.
-    const bool small = n_out < 2 * pointwise_chunk;
+    const std::int64_t n = out.numel();
     O* po = out.impl()->template data<O>();
-    auto in = [](const tensor& t) { return t.impl()->template data<T>(); };  // (only read)
-    // Fast paths: a one-element side stays a scalar, so the other side streams contiguously.
+    // A one-element side stays a scalar, so the other side streams contiguously.
     tensor sa, sb;
-    if (b.numel() == 1 && a.numel() == n_out) {
-      const tensor& ac = materialized(a, shape, compute, sa);
-      T bv = static_cast<T>(materialized(b, b.shape(), compute, sb).impl()->template data<T>()[0]);
-      T* pa = in(ac);
-      if (small) {
-        auto o = flat(po, n_out);
-        xt::noalias(o) = f(flat(pa, n_out), xt::xscalar<T>(bv));
-        return;
-      }
-      for_each_chunk_of(n_out, [&](std::int64_t i, std::int64_t n) {
-        auto o = flat(po + i, n);
-        xt::noalias(o) = f(flat(pa + i, n), xt::xscalar<T>(bv));
-      });
-    } else if (a.numel() == 1 && b.numel() == n_out) {
-      const tensor& bc = materialized(b, shape, compute, sb);
-      T av = static_cast<T>(materialized(a, a.shape(), compute, sa).impl()->template data<T>()[0]);
-      T* pb = in(bc);
-      if (small) {
-        auto o = flat(po, n_out);
-        xt::noalias(o) = f(xt::xscalar<T>(av), flat(pb, n_out));
-        return;
-      }
-      for_each_chunk_of(n_out, [&](std::int64_t i, std::int64_t n) {
-        auto o = flat(po + i, n);
-        xt::noalias(o) = f(xt::xscalar<T>(av), flat(pb + i, n));
-      });
-    } else {
-      const tensor& ac = materialized(a, shape, compute, sa);
-      const tensor& bc = materialized(b, shape, compute, sb);
-      T* pa = in(ac);
-      T* pb = in(bc);
-      if (small) {
-        auto o = flat(po, n_out);
-        xt::noalias(o) = f(flat(pa, n_out), flat(pb, n_out));
-        return;
-      }
-      for_each_chunk_of(n_out, [&](std::int64_t i, std::int64_t n) {
-        auto o = flat(po + i, n);
-        xt::noalias(o) = f(flat(pa + i, n), flat(pb + i, n));
-      });
-    }
+    auto stream = [&](const tensor& t, tensor& scratch) {
+      return elements<T>{materialized(t, shape, compute, scratch).impl()->template data<T>()};
+    };
+    auto one = [&](const tensor& t, tensor& scratch) {
+      return repeated<T>{materialized(t, t.shape(), compute, scratch).impl()->template data<T>()[0]};
+    };
+    if (b.numel() == 1 && a.numel() == n) map_chunked<T>(po, n, f, stream(a, sa), one(b, sb));
+    else if (a.numel() == 1 && b.numel() == n) map_chunked<T>(po, n, f, one(a, sa), stream(b, sb));
+    else map_chunked<T>(po, n, f, stream(a, sa), stream(b, sb));
   });
   return out;
 }

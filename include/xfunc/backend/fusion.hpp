@@ -1,82 +1,36 @@
 #pragma once
 // Building deferred pointwise results (NOTE: [Deferred elementwise] in core/deferred.hpp): each
 // pointwise op's kernel first offers its call here; when the call qualifies, the result is a
-// deferred tensor whose program holds the op's own xtensor kernel as a block function.
-#include <array>
+// deferred tensor whose program holds the op's own per-element `fn` as a block function.
 #include <cstddef>
-#include <type_traits>
 
-#include <xtensor/xadapt.hpp>
-#include <xtensor/xnoalias.hpp>
-
+#include <xfunc/backend/cpu.hpp>
 #include <xfunc/core/deferred.hpp>
 #include <xfunc/dispatch/layer_stack.hpp>
 #include <xfunc/dispatch/trace.hpp>
 
 namespace xfunc::detail::backend {
 
-template <class T>
-auto block_view(const void* p, std::size_t n) {
-  // inputs are only read; xtensor's adaptor wants a mutable pointer
-  return xt::adapt(static_cast<T*>(const_cast<void*>(p)), n, xt::no_ownership(), std::array<std::size_t, 1>{n});
-}
-
-// Block functions: the op's `fn` on n elements, in each operand form. Ops whose `fn` also maps
-// scalars to scalars (they say `fn_takes_scalars = true`: the arithmetic ones) run as plain loops,
-// which the compiler vectorises; the others (exp, sin, ...) through xtensor, whose per-call setup
-// is then small next to the math.
-template <class D>
-constexpr bool scalar_fn() {
-  if constexpr (requires { D::fn_takes_scalars; }) return D::fn_takes_scalars;
-  else return false;
-}
-
+// Block functions: the op's per-element `fn` (NOTE: [Element math]) on n elements, in each
+// operand form.
 template <class D, class T>
 void unary_block(void* dst, const void* a, const void*, double, std::size_t n) {
-  if constexpr (scalar_fn<D>()) {
-    T* __restrict o = static_cast<T*>(dst);
-    const T* __restrict x = static_cast<const T*>(a);
-    for (std::size_t i = 0; i < n; ++i) o[i] = D::fn(x[i]);
-  } else {
-    auto o = block_view<T>(dst, n);
-    xt::noalias(o) = D::fn(block_view<T>(a, n));
-  }
+  map_elements<T>(static_cast<T*>(dst), std::int64_t(n), D::fn, elements<T>{static_cast<const T*>(a)});
 }
 template <class D, class T>
 void binary_block(void* dst, const void* a, const void* b, double, std::size_t n) {
-  if constexpr (scalar_fn<D>()) {
-    T* __restrict o = static_cast<T*>(dst);
-    const T* __restrict x = static_cast<const T*>(a);
-    const T* __restrict y = static_cast<const T*>(b);
-    for (std::size_t i = 0; i < n; ++i) o[i] = D::fn(x[i], y[i]);
-  } else {
-    auto o = block_view<T>(dst, n);
-    xt::noalias(o) = D::fn(block_view<T>(a, n), block_view<T>(b, n));
-  }
+  map_elements<T>(static_cast<T*>(dst), std::int64_t(n), D::fn, elements<T>{static_cast<const T*>(a)},
+                  elements<T>{static_cast<const T*>(b)});
 }
 template <class D, class T>
 void binary_scalar_right_block(void* dst, const void* a, const void*, double s, std::size_t n) {
-  if constexpr (scalar_fn<D>()) {
-    T* __restrict o = static_cast<T*>(dst);
-    const T* __restrict x = static_cast<const T*>(a);
-    const T y = static_cast<T>(s);
-    for (std::size_t i = 0; i < n; ++i) o[i] = D::fn(x[i], y);
-  } else {
-    auto o = block_view<T>(dst, n);
-    xt::noalias(o) = D::fn(block_view<T>(a, n), xt::xscalar<T>(static_cast<T>(s)));
-  }
+  map_elements<T>(static_cast<T*>(dst), std::int64_t(n), D::fn, elements<T>{static_cast<const T*>(a)},
+                  repeated<T>{static_cast<T>(s)});
 }
 template <class D, class T>
 void binary_scalar_left_block(void* dst, const void*, const void* b, double s, std::size_t n) {
-  if constexpr (scalar_fn<D>()) {
-    T* __restrict o = static_cast<T*>(dst);
-    const T x = static_cast<T>(s);
-    const T* __restrict y = static_cast<const T*>(b);
-    for (std::size_t i = 0; i < n; ++i) o[i] = D::fn(x, y[i]);
-  } else {
-    auto o = block_view<T>(dst, n);
-    xt::noalias(o) = D::fn(xt::xscalar<T>(static_cast<T>(s)), block_view<T>(b, n));
-  }
+  map_elements<T>(static_cast<T*>(dst), std::int64_t(n), D::fn, repeated<T>{static_cast<T>(s)},
+                  elements<T>{static_cast<const T*>(b)});
 }
 
 /// Whether t can be read by a deferred program producing `shape` in dtype dt: a deferred

@@ -43,16 +43,9 @@ namespace xfunc::detail::backend {
 /// be, or the accumulators live in memory and every step waits for a store to be forwarded.
 #define XFUNC_DETAIL_UNROLL _Pragma("GCC unroll 16")
 
-/// The SIMD register type for T on the target the code is compiled for (xsimd).
-template <class T>
-using simd = xsimd::batch<T>;
 /// Vector accumulators per fold (independent chains, so the adds overlap).
 inline constexpr int simd_accumulators = 4;
 
-template <class T>
-struct is_simd : std::false_type {};
-template <class T, class A>
-struct is_simd<xsimd::batch<T, A>> : std::true_type {};
 /// Elements per chunk of a contiguous run (4096 floats: 16 KiB, well inside L1).
 inline constexpr std::int64_t chunk = 4096;
 

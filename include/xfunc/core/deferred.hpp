@@ -28,8 +28,10 @@ namespace xfunc::detail {
 // materialised input tensors and scalars. An op whose tensor arguments are deferred copies their
 // programs into its own instead of reading their results, so a chain of pointwise ops becomes one
 // program, evaluated block by block (the intermediates stay in L1) when the result is read.
-// Each step is the op's own elementwise function `fn` applied to a block (blocks aligned as
-// tensor buffers are), so results are bitwise those of eager evaluation. Correctness rests on
+// Each step is the op's own elementwise function `fn` applied to a block (blocks start at
+// multiples of `block` elements, a multiple of every SIMD width, so the same elements take the
+// SIMD path as in eager evaluation: NOTE: [Element math]), so results are bitwise those of eager
+// evaluation. Correctness rests on
 // two rules, both enforced in tensor_impl::data():
 //  - reading a deferred tensor evaluates it first (every kernel reads through data());
 //  - any access to a storage that a deferred program reads (a "leaf"), which may be a write
@@ -120,8 +122,7 @@ inline bool deferred_value::reads(const storage* s) const {
 inline void deferred_value::evaluate(std::byte* out) const {
   // Registers hold the intermediate blocks (the last step writes straight into `out`). They are
   // a heap buffer per task (56 KiB could overflow a small thread stack), 64-byte aligned like
-  // every tensor buffer: xtensor handles the elements before the first aligned one separately,
-  // so the same alignment is what makes the results bitwise those of eager evaluation. Blocks
+  // every tensor buffer, so SIMD stores to them stay within cache lines. Blocks
   // are independent: the program runs in tasks of blocks_per_task blocks over the thread pool,
   // each block computed exactly as on one thread (NOTE: [Threads]).
   const auto total = static_cast<std::size_t>(numel);

@@ -27,7 +27,7 @@ using eq_op = eq_op_t<>;
 template <class>
 struct eq_op_t : comparison_op<eq_op> {
   static constexpr const char* name = "xf::eq";
-  static constexpr auto fn = [](auto&& a, auto&& b) { return xt::equal(a, b); };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return a == b; };
 };
 template <class = void>
 struct ne_op_t;
@@ -35,7 +35,7 @@ using ne_op = ne_op_t<>;
 template <class>
 struct ne_op_t : comparison_op<ne_op> {
   static constexpr const char* name = "xf::ne";
-  static constexpr auto fn = [](auto&& a, auto&& b) { return xt::not_equal(a, b); };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return a != b; };
 };
 template <class = void>
 struct lt_op_t;
@@ -43,7 +43,7 @@ using lt_op = lt_op_t<>;
 template <class>
 struct lt_op_t : comparison_op<lt_op> {
   static constexpr const char* name = "xf::lt";
-  static constexpr auto fn = [](auto&& a, auto&& b) { return a < b; };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return a < b; };
 };
 template <class = void>
 struct le_op_t;
@@ -51,7 +51,7 @@ using le_op = le_op_t<>;
 template <class>
 struct le_op_t : comparison_op<le_op> {
   static constexpr const char* name = "xf::le";
-  static constexpr auto fn = [](auto&& a, auto&& b) { return a <= b; };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return a <= b; };
 };
 template <class = void>
 struct gt_op_t;
@@ -59,7 +59,7 @@ using gt_op = gt_op_t<>;
 template <class>
 struct gt_op_t : comparison_op<gt_op> {
   static constexpr const char* name = "xf::gt";
-  static constexpr auto fn = [](auto&& a, auto&& b) { return a > b; };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return a > b; };
 };
 template <class = void>
 struct ge_op_t;
@@ -67,7 +67,7 @@ using ge_op = ge_op_t<>;
 template <class>
 struct ge_op_t : comparison_op<ge_op> {
   static constexpr const char* name = "xf::ge";
-  static constexpr auto fn = [](auto&& a, auto&& b) { return a >= b; };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return a >= b; };
 };
 template <class = void>
 struct logical_and_op_t;
@@ -75,10 +75,7 @@ using logical_and_op = logical_and_op_t<>;
 template <class>
 struct logical_and_op_t : comparison_op<logical_and_op> {
   static constexpr const char* name = "xf::logical_and";
-  static constexpr auto fn = [](auto&& a, auto&& b) {
-    using T = value_t<decltype(a)>;
-    return xt::not_equal(a, T(0)) && xt::not_equal(b, T(0));
-  };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return a != element::lit(a, 0) && b != element::lit(b, 0); };
 };
 template <class = void>
 struct logical_or_op_t;
@@ -86,10 +83,7 @@ using logical_or_op = logical_or_op_t<>;
 template <class>
 struct logical_or_op_t : comparison_op<logical_or_op> {
   static constexpr const char* name = "xf::logical_or";
-  static constexpr auto fn = [](auto&& a, auto&& b) {
-    using T = value_t<decltype(a)>;
-    return xt::not_equal(a, T(0)) || xt::not_equal(b, T(0));
-  };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return a != element::lit(a, 0) || b != element::lit(b, 0); };
 };
 template <class = void>
 struct logical_not_op_t;
@@ -100,10 +94,7 @@ struct logical_not_op_t {
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
     const dtype c = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-    return backend::unary<backend::compare_types>(in[0], c, dtype::boolean, [](auto&& x) {
-      using T = value_t<decltype(x)>;
-      return xt::equal(x, T(0));
-    });
+    return backend::unary<backend::compare_types>(in[0], c, dtype::boolean, [](const auto& x) { return x == element::lit(x, 0); });
   }
   static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
                        const attrs& a) {

@@ -13,13 +13,10 @@
 namespace xfunc {
 namespace detail {
 
-template <class E>
-using value_t = typename std::decay_t<E>::value_type;
-
 // NOTE: [Pointwise unary ops]
-// A unary op states its xtensor kernel `fn` and its derivative dy/dx = derivative(x, y); the
-// vjp is g * dy/dx and the jvp t * dy/dx, and the batch rule applies the op to the batched value
-// as it is (pointwise ops do not care where the batch dim is). Math ops compute in floating
+// A unary op states its per-element `fn` (NOTE: [Element math]) and its derivative
+// dy/dx = derivative(x, y); the vjp is g * dy/dx and the jvp t * dy/dx, and the batch rule
+// applies the op to the batched value as it is (pointwise ops do not care where the batch dim is). Math ops compute in floating
 // point (integer inputs give float32); `keeps_dtype` ops (neg, abs, sign, relu, square) keep it.
 template <class D>
 struct pointwise_unary {
@@ -54,8 +51,7 @@ template <class>
 struct neg_op_t : pointwise_unary<neg_op> {
   static constexpr const char* name = "xf::neg";
   static constexpr bool keeps_dtype = true;
-  static constexpr auto fn = [](auto&& x) { return -x; };
-  static constexpr bool fn_takes_scalars = true;
+  static constexpr auto fn = [](const auto& x) { return -x; };
   static tensor derivative(const tensor& x, const tensor&) { return plain_full(x.shape(), -1.0, x.dtype(), x.device()); }
 };
 template <class = void>
@@ -66,7 +62,7 @@ struct exp_op_t : pointwise_unary<exp_op> {
   static constexpr const char* name = "xf::exp";
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) { return xt::exp(x); };
+  static constexpr auto fn = [](const auto& x) { return element::exp(x); };
   static tensor derivative(const tensor&, const tensor& y) { return y; }
 };
 template <class = void>
@@ -76,7 +72,7 @@ template <class>
 struct log_op_t : pointwise_unary<log_op> {
   static constexpr const char* name = "xf::log";
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) { return xt::log(x); };
+  static constexpr auto fn = [](const auto& x) { return element::log(x); };
   static tensor derivative(const tensor& x, const tensor&) { return reciprocal(x); }
 };
 template <class = void>
@@ -86,7 +82,7 @@ template <class>
 struct sin_op_t : pointwise_unary<sin_op> {
   static constexpr const char* name = "xf::sin";
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) { return xt::sin(x); };
+  static constexpr auto fn = [](const auto& x) { return element::sin(x); };
   static tensor derivative(const tensor& x, const tensor&) { return cos(x); }
 };
 template <class = void>
@@ -96,7 +92,7 @@ template <class>
 struct cos_op_t : pointwise_unary<cos_op> {
   static constexpr const char* name = "xf::cos";
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) { return xt::cos(x); };
+  static constexpr auto fn = [](const auto& x) { return element::cos(x); };
   static tensor derivative(const tensor& x, const tensor&) { return -sin(x); }
 };
 template <class = void>
@@ -107,7 +103,7 @@ struct tan_op_t : pointwise_unary<tan_op> {
   static constexpr const char* name = "xf::tan";
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) { return xt::tan(x); };
+  static constexpr auto fn = [](const auto& x) { return element::tan(x); };
   static tensor derivative(const tensor&, const tensor& y) { return 1.0 + square(y); }
 };
 template <class = void>
@@ -118,7 +114,7 @@ struct tanh_op_t : pointwise_unary<tanh_op> {
   static constexpr const char* name = "xf::tanh";
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) { return xt::tanh(x); };
+  static constexpr auto fn = [](const auto& x) { return element::tanh(x); };
   static tensor derivative(const tensor&, const tensor& y) { return 1.0 - square(y); }
 };
 template <class = void>
@@ -129,10 +125,7 @@ struct sigmoid_op_t : pointwise_unary<sigmoid_op> {
   static constexpr const char* name = "xf::sigmoid";
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) {
-    using T = value_t<decltype(x)>;
-    return T(1) / (T(1) + xt::exp(-x));
-  };
+  static constexpr auto fn = [](const auto& x) { return element::lit(x, 1) / (element::lit(x, 1) + element::exp(-x)); };
   static tensor derivative(const tensor&, const tensor& y) { return y * (1.0 - y); }
 };
 template <class = void>
@@ -142,9 +135,8 @@ template <class>
 struct relu_op_t : pointwise_unary<relu_op> {
   static constexpr const char* name = "xf::relu";
   static constexpr bool keeps_dtype = true;
-  static constexpr auto fn = [](auto&& x) {
-    using T = value_t<decltype(x)>;
-    return xt::where(x > T(0), x, T(0));
+  static constexpr auto fn = [](const auto& x) {  // NaN stays NaN, as in torch
+    return element::select(element::either(x > element::lit(x, 0), element::is_nan(x)), x, element::lit(x, 0));
   };
   static tensor derivative(const tensor& x, const tensor&) { return (x > 0.0).to(x.dtype()); }
 };
@@ -155,7 +147,7 @@ template <class>
 struct abs_op_t : pointwise_unary<abs_op> {
   static constexpr const char* name = "xf::abs";
   static constexpr bool keeps_dtype = true;
-  static constexpr auto fn = [](auto&& x) { return xt::abs(x); };
+  static constexpr auto fn = [](const auto& x) { return element::abs(x); };
   static tensor derivative(const tensor& x, const tensor&) { return sign(x); }
 };
 template <class = void>
@@ -166,7 +158,7 @@ struct sqrt_op_t : pointwise_unary<sqrt_op> {
   static constexpr const char* name = "xf::sqrt";
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) { return xt::sqrt(x); };
+  static constexpr auto fn = [](const auto& x) { return element::sqrt(x); };
   static tensor derivative(const tensor&, const tensor& y) { return 0.5 / y; }
 };
 template <class = void>
@@ -177,10 +169,7 @@ struct rsqrt_op_t : pointwise_unary<rsqrt_op> {
   static constexpr const char* name = "xf::rsqrt";
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) {
-    using T = value_t<decltype(x)>;
-    return T(1) / xt::sqrt(x);
-  };
+  static constexpr auto fn = [](const auto& x) { return element::lit(x, 1) / element::sqrt(x); };
   static tensor derivative(const tensor&, const tensor& y) { return -0.5 * y * y * y; }
 };
 template <class = void>
@@ -190,7 +179,7 @@ template <class>
 struct square_op_t : pointwise_unary<square_op> {
   static constexpr const char* name = "xf::square";
   static constexpr bool keeps_dtype = true;
-  static constexpr auto fn = [](auto&& x) { return x * x; };
+  static constexpr auto fn = [](const auto& x) { return x * x; };
   static tensor derivative(const tensor& x, const tensor&) { return 2.0 * x; }
 };
 template <class = void>
@@ -200,7 +189,7 @@ template <class>
 struct log1p_op_t : pointwise_unary<log1p_op> {
   static constexpr const char* name = "xf::log1p";
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) { return xt::log1p(x); };
+  static constexpr auto fn = [](const auto& x) { return element::log1p(x); };
   static tensor derivative(const tensor& x, const tensor&) { return reciprocal(1.0 + x); }
 };
 template <class = void>
@@ -211,7 +200,7 @@ struct expm1_op_t : pointwise_unary<expm1_op> {
   static constexpr const char* name = "xf::expm1";
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) { return xt::expm1(x); };
+  static constexpr auto fn = [](const auto& x) { return element::expm1(x); };
   static tensor derivative(const tensor&, const tensor& y) { return y + 1.0; }
 };
 template <class = void>
@@ -221,7 +210,7 @@ template <class>
 struct sign_op_t : pointwise_unary<sign_op> {
   static constexpr const char* name = "xf::sign";
   static constexpr bool keeps_dtype = true;
-  static constexpr auto fn = [](auto&& x) { return xt::sign(x); };
+  static constexpr auto fn = [](const auto& x) { return element::sign(x); };
   static tensor derivative(const tensor& x, const tensor&) { return plain_zeros_like(x); }
 };
 template <class = void>
@@ -232,10 +221,7 @@ struct reciprocal_op_t : pointwise_unary<reciprocal_op> {
   static constexpr const char* name = "xf::reciprocal";
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) {
-    using T = value_t<decltype(x)>;
-    return T(1) / x;
-  };
+  static constexpr auto fn = [](const auto& x) { return element::lit(x, 1) / x; };
   static tensor derivative(const tensor&, const tensor& y) { return -square(y); }
 };
 template <class = void>
@@ -245,7 +231,7 @@ template <class>
 struct erf_op_t : pointwise_unary<erf_op> {
   static constexpr const char* name = "xf::erf";
   static constexpr bool keeps_dtype = false;
-  static constexpr auto fn = [](auto&& x) { return xt::erf(x); };
+  static constexpr auto fn = [](const auto& x) { return element::erf(x); };
   static tensor derivative(const tensor& x, const tensor&) {
     return (2.0 / std::sqrt(std::numbers::pi)) * exp(-square(x));
   }
@@ -303,8 +289,7 @@ struct add_op_t : pointwise_binary<add_op> {
   static constexpr const char* name = "xf::add";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
-  static constexpr auto fn = [](auto&& a, auto&& b) { return a + b; };
-  static constexpr bool fn_takes_scalars = true;
+  static constexpr auto fn = [](const auto& a, const auto& b) { return a + b; };
   // add and sub need no multiplication by a constant 1
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
     return {sum_to(g, in[0]), sum_to(g, in[1])};
@@ -323,8 +308,7 @@ struct sub_op_t : pointwise_binary<sub_op> {
   static constexpr const char* name = "xf::sub";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
-  static constexpr auto fn = [](auto&& a, auto&& b) { return a - b; };
-  static constexpr bool fn_takes_scalars = true;
+  static constexpr auto fn = [](const auto& a, const auto& b) { return a - b; };
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
     return {sum_to(g, in[0]), sum_to(-g, in[1])};
   }
@@ -342,8 +326,7 @@ struct mul_op_t : pointwise_binary<mul_op> {
   static constexpr const char* name = "xf::mul";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
-  static constexpr auto fn = [](auto&& a, auto&& b) { return a * b; };
-  static constexpr bool fn_takes_scalars = true;
+  static constexpr auto fn = [](const auto& a, const auto& b) { return a * b; };
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) { return {b, a}; }
 };
 template <class = void>
@@ -355,8 +338,7 @@ struct div_op_t : pointwise_binary<div_op> {
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   using types = backend::floating_types;
   static constexpr auto compute_dtype = floating_dtype;
-  static constexpr auto fn = [](auto&& a, auto&& b) { return a / b; };
-  static constexpr bool fn_takes_scalars = true;
+  static constexpr auto fn = [](const auto& a, const auto& b) { return a / b; };
   static std::pair<tensor, tensor> partials(const tensor&, const tensor& b, const tensor& y) {
     tensor rb = reciprocal(b);
     return {rb, -y * rb};
@@ -371,7 +353,7 @@ struct pow_op_t : pointwise_binary<pow_op> {
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   using types = backend::floating_types;
   static constexpr auto compute_dtype = floating_dtype;
-  static constexpr auto fn = [](auto&& a, auto&& b) { return xt::pow(a, b); };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return element::pow(a, b); };
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor& y) {
     // d/db a^b = a^b log a, taken as 0 where a <= 0 (as torch does for a == 0)
     tensor pos = a > 0.0;
@@ -386,7 +368,7 @@ struct maximum_op_t : pointwise_binary<maximum_op> {
   static constexpr const char* name = "xf::maximum";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
-  static constexpr auto fn = [](auto&& a, auto&& b) { return xt::maximum(a, b); };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return element::maximum(a, b); };
   // ties split the gradient evenly, as torch does
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) {
     tensor da = (a > b).to(promote(a.dtype(), b.dtype())) + 0.5 * (a == b).to(promote(a.dtype(), b.dtype()));
@@ -401,7 +383,7 @@ struct minimum_op_t : pointwise_binary<minimum_op> {
   static constexpr const char* name = "xf::minimum";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
-  static constexpr auto fn = [](auto&& a, auto&& b) { return xt::minimum(a, b); };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return element::minimum(a, b); };
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) {
     tensor da = (a < b).to(promote(a.dtype(), b.dtype())) + 0.5 * (a == b).to(promote(a.dtype(), b.dtype()));
     return {da, 1.0 - da};
@@ -415,7 +397,7 @@ struct atan2_op_t : pointwise_binary<atan2_op> {
   static constexpr const char* name = "xf::atan2";
   using types = backend::floating_types;
   static constexpr auto compute_dtype = floating_dtype;
-  static constexpr auto fn = [](auto&& a, auto&& b) { return xt::atan2(a, b); };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return element::atan2(a, b); };
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) {
     tensor r = reciprocal(square(a) + square(b));
     return {b * r, -a * r};
@@ -434,10 +416,7 @@ struct pow_scalar_op_t {
   };
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const dtype c = promote_with_double(in[0].dtype());
-    return backend::unary<backend::floating_types>(in[0], c, c, [p = a.p](auto&& x) {
-      using T = value_t<decltype(x)>;
-      return xt::pow(x, static_cast<T>(p));
-    });
+    return backend::unary<backend::floating_types>(in[0], c, c, [p = a.p](const auto& x) { return element::pow(x, element::lit(x, p)); });
   }
   static tensor derivative(const tensor& x, const attrs& a) {
     if (a.p == 2.0) return 2.0 * x;
@@ -467,9 +446,9 @@ struct clamp_op_t {
   };
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const dtype c = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-    return backend::unary<backend::numeric_types>(in[0], c, c, [a](auto&& x) {
-      using T = value_t<decltype(x)>;
-      return xt::clip(x, static_cast<T>(a.lo), static_cast<T>(a.hi));
+    return backend::unary<backend::numeric_types>(in[0], c, c, [a](const auto& x) {  // NaN stays NaN
+      const auto lo = element::lit(x, a.lo), hi = element::lit(x, a.hi);
+      return element::select(x < lo, lo, element::select(hi < x, hi, x));
     });
   }
   static tensor mask(const tensor& x, const attrs& a) {

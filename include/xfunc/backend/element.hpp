@@ -1,0 +1,114 @@
+#pragma once
+// Per-element math: what a pointwise op states once (its `fn`), in functions that take a single
+// value or a SIMD register of values alike. Backends map an op's `fn` over their data: the CPU
+// calls it on xsimd registers and on single values for the tail (backend::map_elements in
+// backend/cpu.hpp), a GPU backend on single values in device code.
+#include <cmath>
+#include <type_traits>
+
+#include <xsimd/xsimd.hpp>
+
+namespace xfunc::detail::backend {
+
+/// The SIMD register type for T on the target the code is compiled for (xsimd).
+template <class T>
+using simd = xsimd::batch<T>;
+
+template <class T>
+struct is_simd : std::false_type {};
+template <class T, class A>
+struct is_simd<xsimd::batch<T, A>> : std::true_type {};
+
+/// Whether pointwise kernels over T run on SIMD registers (floating types; integer ones are
+/// left to the compiler's vectoriser, which handles their plain arithmetic).
+template <class T>
+inline constexpr bool simd_elements = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+}  // namespace xfunc::detail::backend
+
+// NOTE: [Element math]
+// An op's `fn` is written with the functions of xfunc::detail::element and the operators
+// + - * / < > == != on its arguments, so that it compiles for a value (float, double, int64_t)
+// and for an xsimd register of values. Comparisons give bool or xsimd::batch_bool: combine them
+// with element::select and element::either, never with ?: or || (which need a bool). Constants
+// go through lit(x, c), the constant c in x's type (broadcast for a register). SIMD and scalar
+// math may round differently in the last place (exp, sin, ...); map_elements decides which
+// elements take which path from their position alone, so results do not depend on how a call
+// is cut into chunks or threads.
+namespace xfunc::detail::element {
+
+template <class X>
+struct value_of {
+  using type = X;
+};
+template <class T, class A>
+struct value_of<xsimd::batch<T, A>> {
+  using type = T;
+};
+/// The element type of X (a value or an xsimd register).
+template <class X>
+using value_t = typename value_of<X>::type;
+
+/// The constant c as an X.
+template <class X, class C>
+X lit(const X&, C c) { return X(static_cast<value_t<X>>(c)); }
+
+/// take ? a : b, element by element.
+template <class C, class X>
+X select(const C& take, const X& a, const X& b) {
+  if constexpr (backend::is_simd<X>::value) return xsimd::select(take, a, b);
+  else return take ? a : b;
+}
+
+#define XFUNC_ELEMENT_UNARY(name)                              \
+  template <class X>                                           \
+  X name(const X& x) {                                         \
+    if constexpr (backend::is_simd<X>::value) return xsimd::name(x); \
+    else return std::name(x);                                  \
+  }
+XFUNC_ELEMENT_UNARY(abs)
+XFUNC_ELEMENT_UNARY(exp)
+XFUNC_ELEMENT_UNARY(log)
+XFUNC_ELEMENT_UNARY(sin)
+XFUNC_ELEMENT_UNARY(cos)
+XFUNC_ELEMENT_UNARY(tan)
+XFUNC_ELEMENT_UNARY(tanh)
+XFUNC_ELEMENT_UNARY(sqrt)
+XFUNC_ELEMENT_UNARY(log1p)
+XFUNC_ELEMENT_UNARY(expm1)
+XFUNC_ELEMENT_UNARY(erf)
+#undef XFUNC_ELEMENT_UNARY
+
+#define XFUNC_ELEMENT_BINARY(name)                                    \
+  template <class X>                                                  \
+  X name(const X& a, const X& b) {                                    \
+    if constexpr (backend::is_simd<X>::value) return xsimd::name(a, b); \
+    else return std::name(a, b);                                      \
+  }
+XFUNC_ELEMENT_BINARY(pow)
+XFUNC_ELEMENT_BINARY(atan2)
+#undef XFUNC_ELEMENT_BINARY
+
+/// a or b, element by element (|| for values, | for xsimd masks).
+template <class C>
+C either(const C& a, const C& b) {
+  if constexpr (std::is_same_v<C, bool>) return a || b;
+  else return a | b;
+}
+
+/// Whether x is NaN (false for integers).
+template <class X>
+auto is_nan(const X& x) { return x != x; }
+
+/// The larger of a and b; NaN when either is NaN (as torch.maximum).
+template <class X>
+X maximum(const X& a, const X& b) { return select(either(a > b, is_nan(a)), a, b); }
+/// The smaller of a and b; NaN when either is NaN (as torch.minimum).
+template <class X>
+X minimum(const X& a, const X& b) { return select(either(a < b, is_nan(a)), a, b); }
+
+/// -1, 0 or 1 by the sign of x; a zero keeps its sign and NaN stays NaN.
+template <class X>
+X sign(const X& x) { return select(x > lit(x, 0), lit(x, 1), select(x < lit(x, 0), lit(x, -1), x)); }
+
+}  // namespace xfunc::detail::element
