@@ -155,6 +155,26 @@ TEST_CASE("reduction kernels: dtypes, empty and one-element tensors, NaN", "[ops
     CHECK(std::isnan(xf::amax(x, {0}).item<float>()));
     CHECK(std::isnan(xf::amin(x, {0}).item<float>()));
   }
+  // infinities (they send a chunk to the exact fold: NOTE: [Unchecked folds]) and NaN in rows
+  for (xf::dtype dt : {xf::f32, xf::f64}) {
+    for (std::int64_t at : {0LL, 77LL, 2047LL}) {
+      xf::tensor rows = values({6, 2048}, dt);
+      rows.select(0, 1).narrow(0, at, 1).fill_(INFINITY);
+      rows.select(0, 2).narrow(0, at, 1).fill_(-INFINITY);
+      rows.select(0, 3).narrow(0, at, 1).fill_(NAN);
+      rows.select(0, 4).narrow(0, at, 1).fill_(INFINITY);
+      rows.select(0, 4).narrow(0, 2047 - at, 1).fill_(NAN);
+      const xf::tensor mx = xf::amax(rows, {1}), mn = xf::amin(rows, {1});
+      const xf::tensor ref_mx = reference(rows.narrow(0, 0, 3), {1}, "amax");
+      CHECK(mx.select(0, 1).item<double>() == INFINITY);
+      CHECK(mn.select(0, 2).item<double>() == -INFINITY);
+      CHECK(mx.select(0, 2).item<double>() == ref_mx.select(0, 2).item<double>());  // -inf does not win
+      CHECK(std::isnan(mx.select(0, 3).item<double>()));
+      CHECK(std::isnan(mn.select(0, 3).item<double>()));
+      CHECK(std::isnan(mx.select(0, 4).item<double>()));
+      CHECK(mx.select(0, 0).item<double>() == ref_mx.select(0, 0).item<double>());
+    }
+  }
   xf::tensor col = values({5000, 3}, xf::f64);
   col.select(0, 4321).select(0, 1).fill_(NAN);
   const xf::tensor m = xf::amax(col, {0});

@@ -5,6 +5,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <utility>
+
+#include <xsimd/xsimd.hpp>
 
 #include <xfunc/backend/parallel.hpp>
 #include <xfunc/core/shape.hpp>
@@ -190,50 +193,48 @@ void copy_row(T* __restrict d, std::int64_t dstep, const S* __restrict s, std::i
   }
 }
 
-// Transposes of square blocks held in SIMD registers: 8 x 8 elements of 4 bytes, 4 x 4 of 8
-// bytes (32-byte vectors; GCC and Clang lower them to two 16-byte halves where AVX is off). The
-// shuffles are those of the AVX unpack / shuffle / permute2f128 sequence, so with AVX each is
-// one instruction. They move bits, so they serve every type of that size.
-typedef std::uint32_t simd_u32x8 __attribute__((vector_size(32)));
-typedef std::uint64_t simd_u64x4 __attribute__((vector_size(32)));
+// NOTE: [Register transposes]
+// A square block of N x N elements of U is transposed in N registers of N elements (one row
+// each): log2(N) levels, the level of size B swapping, in each pair of rows q and q + B, the
+// elements of q at columns c + B with those of q + B at columns c (c with bit B clear) -- the
+// classical recursive transpose of off-diagonal blocks, one two-register shuffle per row and
+// level. Each row is N * sizeof(U) = transpose_bytes: the target's SIMD register (64 bytes with
+// AVX-512), 32 at least (GCC and Clang lower a wider shuffle to halves where the target has
+// none). With whole 64-byte rows, every block reads and writes whole cache lines, so a transpose
+// of power-of-two rows (all in one cache set) never loads a line twice. The shuffles move bits,
+// so they serve every type of that size.
+inline constexpr std::int64_t transpose_bytes =
+    sizeof(float) * xsimd::batch<float>::size > 32 ? sizeof(float) * xsimd::batch<float>::size : 32;
 
-/// d[i * ld + j] = s[j * ls + i] for an 8 x 8 block of 4-byte elements.
-inline void transpose_block(const std::uint32_t* s, std::int64_t ls, std::uint32_t* d, std::int64_t ld) {
-  simd_u32x8 r[8];
-  for (int q = 0; q < 8; ++q) std::memcpy(&r[q], s + q * ls, sizeof(simd_u32x8));
-  simd_u32x8 t[8], u[8];
-  for (int q = 0; q < 8; q += 2) {
-    t[q] = __builtin_shufflevector(r[q], r[q + 1], 0, 8, 1, 9, 4, 12, 5, 13);
-    t[q + 1] = __builtin_shufflevector(r[q], r[q + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+template <class U, int N>
+struct register_transpose {
+  typedef U row __attribute__((vector_size(N * sizeof(U))));
+  // (rows by reference: a vector passed by value changes the ABI where the target lacks it)
+  template <int B, std::size_t... C>
+  static void swap_blocks(row& x, row& y, std::index_sequence<C...>) {
+    const row low = __builtin_shufflevector(x, y, ((C & B) == 0 ? int(C) : N + int(C) - B)...);
+    y = __builtin_shufflevector(x, y, ((C & B) == 0 ? int(C) + B : N + int(C))...);
+    x = low;
   }
-  for (int q = 0; q < 8; q += 4) {
-    u[q] = __builtin_shufflevector(t[q], t[q + 2], 0, 1, 8, 9, 4, 5, 12, 13);
-    u[q + 1] = __builtin_shufflevector(t[q], t[q + 2], 2, 3, 10, 11, 6, 7, 14, 15);
-    u[q + 2] = __builtin_shufflevector(t[q + 1], t[q + 3], 0, 1, 8, 9, 4, 5, 12, 13);
-    u[q + 3] = __builtin_shufflevector(t[q + 1], t[q + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+  template <int B>
+  static void level(row* r) {
+    for (int q = 0; q < N; ++q)
+      if ((q & B) == 0) swap_blocks<B>(r[q], r[q + B], std::make_index_sequence<N>{});
+    if constexpr (B > 1) level<B / 2>(r);
   }
-  for (int q = 0; q < 4; ++q) {
-    const simd_u32x8 lo = __builtin_shufflevector(u[q], u[q + 4], 0, 1, 2, 3, 8, 9, 10, 11);
-    const simd_u32x8 hi = __builtin_shufflevector(u[q], u[q + 4], 4, 5, 6, 7, 12, 13, 14, 15);
-    std::memcpy(d + q * ld, &lo, sizeof lo);
-    std::memcpy(d + (q + 4) * ld, &hi, sizeof hi);
+  /// d[i * ld + j] = s[j * ls + i] for i, j in [0, N).
+  static void run(const U* s, std::int64_t ls, U* d, std::int64_t ld) {
+    row r[N];
+    for (int q = 0; q < N; ++q) std::memcpy(&r[q], s + q * ls, sizeof(row));
+    level<N / 2>(r);
+    for (int q = 0; q < N; ++q) std::memcpy(d + q * ld, &r[q], sizeof(row));
   }
-}
-/// d[i * ld + j] = s[j * ls + i] for a 4 x 4 block of 8-byte elements.
-inline void transpose_block(const std::uint64_t* s, std::int64_t ls, std::uint64_t* d, std::int64_t ld) {
-  simd_u64x4 r[4];
-  for (int q = 0; q < 4; ++q) std::memcpy(&r[q], s + q * ls, sizeof(simd_u64x4));
-  const simd_u64x4 t0 = __builtin_shufflevector(r[0], r[1], 0, 4, 2, 6), t1 = __builtin_shufflevector(r[0], r[1], 1, 5, 3, 7);
-  const simd_u64x4 t2 = __builtin_shufflevector(r[2], r[3], 0, 4, 2, 6), t3 = __builtin_shufflevector(r[2], r[3], 1, 5, 3, 7);
-  const simd_u64x4 o[4] = {__builtin_shufflevector(t0, t2, 0, 1, 4, 5), __builtin_shufflevector(t1, t3, 0, 1, 4, 5),
-                           __builtin_shufflevector(t0, t2, 2, 3, 6, 7), __builtin_shufflevector(t1, t3, 2, 3, 6, 7)};
-  for (int q = 0; q < 4; ++q) std::memcpy(d + q * ld, &o[q], sizeof(simd_u64x4));
-}
+};
 
 /// One tile: rows along dim k (nk <= copy_tile of them), columns along the innermost dim (nl <=
 /// copy_tile). In the usual transpose (destination contiguous along the columns, source along
 /// the rows) the tile is copied in square blocks transposed in registers, each reading and
-/// writing whole runs of 32 bytes; the edges that do not fill a block, and conversions, go
+/// writing whole runs of transpose_bytes; the edges that do not fill a block, and conversions, go
 /// through a buffer in L1. Reading the source column by column instead would keep copy_tile
 /// lines open at once, and with power-of-two strides (2048 floats, say) they all fall into the
 /// same cache set, which holds far fewer: every read would miss.
@@ -248,12 +249,13 @@ void copy_tile_block(T* __restrict d, std::int64_t dk, std::int64_t dl, const S*
   std::int64_t bk = 0, bl = 0;  // the part done in register blocks
   if constexpr (std::is_same_v<T, S> && (sizeof(T) == 4 || sizeof(T) == 8)) {
     using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-    constexpr std::int64_t w = 32 / sizeof(T);
+    constexpr int w = static_cast<int>(transpose_bytes / sizeof(T));  // NOTE: [Register transposes]
     bk = nk / w * w;
     bl = nl / w * w;
     for (std::int64_t j = 0; j < bl; j += w)
       for (std::int64_t i = 0; i < bk; i += w)
-        transpose_block(reinterpret_cast<const U*>(s + i + j * sl), sl, reinterpret_cast<U*>(d + i * dk + j), dk);
+        register_transpose<U, w>::run(reinterpret_cast<const U*>(s + i + j * sl), sl,
+                                      reinterpret_cast<U*>(d + i * dk + j), dk);
     if (bk == nk && bl == nl) return;
   }
   // the rest: rows [bk, nk) of every column, and columns [bl, nl) of rows [0, bk)
