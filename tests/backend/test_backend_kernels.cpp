@@ -17,7 +17,10 @@
 
 #include <xfunc/xfunc.hpp>
 
+#include "../support/bitwise.hpp"
+
 namespace xf = xfunc;
+using xfunc_test::bitwise_equal;
 
 namespace {
 
@@ -80,15 +83,6 @@ std::int64_t ravel_of(const Index& idx, const xf::shape_t& shape) {
 std::int64_t ravel(const xf::shape_t& idx, const xf::shape_t& shape) { return ravel_of(idx, shape); }
 // (a braced index stays a list: GCC 12 warns about copying a braced shape_t at -O2)
 std::int64_t ravel(std::initializer_list<std::int64_t> idx, const xf::shape_t& shape) { return ravel_of(idx, shape); }
-
-/// Elementwise bitwise equality of two tensors of the same dtype and shape.
-bool bitwise_equal(const xf::tensor& a, const xf::tensor& b) {
-  if (a.dtype() != b.dtype() || !(a.shape() == b.shape())) return false;
-  const xf::tensor ac = a.contiguous(), bc = b.contiguous();
-  const std::size_t bytes = static_cast<std::size_t>(ac.numel()) * xf::dtype_size(ac.dtype());
-  return bytes == 0 ||
-         std::memcmp(ac.impl()->data<unsigned char>(), bc.impl()->data<unsigned char>(), bytes) == 0;
-}
 
 /// f() with 1 thread, checked bitwise equal to f() with 2 and 3 threads.
 xf::tensor same_at_every_thread_count(const std::function<xf::tensor()>& f) {

@@ -12,7 +12,10 @@
 
 #include <xfunc/xfunc.hpp>
 
+#include "../support/bitwise.hpp"
+
 namespace xf = xfunc;
+using xfunc_test::bitwise_equal;
 using xf::detail::backend::min_parallel_work;
 using xf::detail::backend::parallel_for;
 
@@ -26,13 +29,6 @@ std::vector<int> run_counts(std::int64_t n_tasks, std::int64_t work_per_task) {
   return out;
 }
 
-/// Elementwise bitwise equality of two tensors of the same dtype and shape.
-bool bitwise_equal(const xf::tensor& a, const xf::tensor& b) {
-  if (a.dtype() != b.dtype() || !(a.shape() == b.shape())) return false;
-  const xf::tensor ac = a.contiguous(), bc = b.contiguous();
-  const std::size_t bytes = static_cast<std::size_t>(ac.numel()) * xf::dtype_size(ac.dtype());
-  return std::memcmp(ac.impl()->data<unsigned char>(), bc.impl()->data<unsigned char>(), bytes) == 0;
-}
 }  // namespace
 
 TEST_CASE("set_num_threads and get_num_threads", "[threads][backend]") {

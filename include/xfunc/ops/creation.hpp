@@ -5,10 +5,11 @@
 // layers on the stack for their randomness option. Library code uses the plain factories of
 // namespace detail.
 #include <cmath>
+#include <cstdint>
 #include <mutex>
-#include <random>
 
 #include <xfunc/backend/cpu.hpp>
+#include <xfunc/backend/random.hpp>
 #include <xfunc/dispatch/created.hpp>
 #include <xfunc/dispatch/layer_stack.hpp>
 #include <xfunc/dispatch/trace.hpp>
@@ -43,21 +44,24 @@ inline tensor filled(const shape_t& shape, double v, dtype dt, device dev, const
 }
 
 // NOTE: [Random numbers]
-// One process-wide generator, seeded by xf::manual_seed and locked while drawing, so results
-// are reproducible for a given seed and call order. Under vmap, random factories look at every
-// vmap layer on the stack (outermost first): randomness::error throws, ::same draws one value
-// for that layer's whole batch, ::different draws one per example (the value gets that layer's
-// batch dim).
+// One process-wide counter-based generator (Philox 4x32-10, NOTE: [Philox streams]): a key set
+// by xf::manual_seed and an offset. Each random tensor takes the next blocks of the stream (the
+// offset moves under a lock), so results are reproducible for a given seed and call order, do
+// not depend on the thread count, and the GPU can draw the same stream. Under vmap, random
+// factories look at every vmap layer on the stack (outermost first): randomness::error throws,
+// ::same draws one value for that layer's whole batch, ::different draws one per example (the
+// value gets that layer's batch dim).
 struct rng_state {
   std::mutex mu;
-  std::mt19937_64 gen{0x5eed};
+  std::uint64_t key = 0x5eed;
+  std::uint64_t offset = 0;  // blocks of 4 words used since the last seed
 };
 inline rng_state& rng() {
   static rng_state s;
   return s;
 }
 
-template <class Dist>
+template <backend::distribution D>
 tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* name) {
   if (!is_floating(dt)) fail(name, ": needs a floating dtype, got ", dt);
   std::vector<layer_ptr> per_example;
@@ -76,15 +80,19 @@ tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* nam
   for (const auto& l : per_example) batched.push_back({&l, l->level.load(std::memory_order_relaxed), 0});
   tensor t = factory_node(name, dev, [full_shape, dt, name](device d) {
     tensor r = empty_dense(full_shape, dt, d, name);
-    if (d == cpu) {
-      std::lock_guard<std::mutex> lock(rng().mu);
-      Dist dist;
+    if (d == cpu)
       visit_floating(dt, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        T* p = r.impl()->template data<T>();
-        for (std::int64_t i = 0; i < r.numel(); ++i) p[i] = static_cast<T>(dist(rng().gen));
+        const std::int64_t per = backend::values_per_block<T>;
+        std::uint64_t key, offset;
+        {  // reserve this tensor's blocks; they are filled outside the lock
+          std::lock_guard<std::mutex> lock(rng().mu);
+          key = rng().key;
+          offset = rng().offset;
+          rng().offset += static_cast<std::uint64_t>((r.numel() + per - 1) / per);
+        }
+        backend::philox_fill<D>(r.impl()->template data<T>(), r.numel(), key, offset);
       });
-    }
     return r;
   });
   return lift_created(std::move(t), batched);
@@ -118,7 +126,8 @@ inline tensor filled_like(const tensor& t, double v, const char* op) {
 
 inline void manual_seed(std::uint64_t seed) {
   std::lock_guard<std::mutex> lock(detail::rng().mu);
-  detail::rng().gen.seed(seed);
+  detail::rng().key = seed;
+  detail::rng().offset = 0;
 }
 
 inline tensor zeros(const shape_t& shape, dtype dt, device dev) {
@@ -171,10 +180,10 @@ inline tensor linspace(double a, double b, std::int64_t n, dtype dt, device dev)
   }));
 }
 inline tensor rand(const shape_t& shape, dtype dt, device dev) {
-  return detail::random_tensor<std::uniform_real_distribution<double>>(shape, dt, dev, "xf::rand");
+  return detail::random_tensor<detail::backend::distribution::uniform>(shape, dt, dev, "xf::rand");
 }
 inline tensor randn(const shape_t& shape, dtype dt, device dev) {
-  return detail::random_tensor<std::normal_distribution<double>>(shape, dt, dev, "xf::randn");
+  return detail::random_tensor<detail::backend::distribution::normal>(shape, dt, dev, "xf::randn");
 }
 inline tensor zeros_like(const tensor& t) { return detail::filled_like(t, 0.0, "xf::zeros_like"); }
 inline tensor ones_like(const tensor& t) { return detail::filled_like(t, 1.0, "xf::ones_like"); }
