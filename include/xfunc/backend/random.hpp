@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <numbers>
 
+#include <xsimd/xsimd.hpp>
+
 #include <xfunc/backend/parallel.hpp>
 
 namespace xfunc::detail::backend {
@@ -19,7 +21,8 @@ namespace xfunc::detail::backend {
 //   float32 uniform: 4 per block, u = (word >> 8) * 2^-24 in [0, 1)
 //   float64 uniform: 2 per block, u = (the two words as 64 bits >> 11) * 2^-53 in [0, 1)
 //   normal: Box-Muller on pairs of uniforms (u1, u2) -> sqrt(-2 ln(1 - u1)) (cos, sin)(2 pi u2),
-//     computed in double: 4 float32 or 2 float64 per block
+//     computed in double in SIMD registers (xsimd; every pair, wherever it falls in a call, takes
+//     that path): 4 float32 or 2 float64 per block
 // So the values are bitwise the same for every thread count, and a device that runs the same
 // arithmetic (issue 13: the GPU) draws the same words, and the same values to the rounding of
 // its math library.
@@ -47,50 +50,69 @@ enum class distribution { uniform, normal };
 template <class T>
 inline constexpr std::int64_t values_per_block = sizeof(T) == 4 ? 4 : 2;
 
-/// The values of block `b` (counter offset + b) for T and distribution D, into out[0, count).
-template <distribution D, class T>
-void philox_block(std::uint64_t key, std::uint64_t counter, T* out, std::int64_t count) {
+/// The uniform values in [0, 1) of the block at `counter` (values_per_block<T> of them).
+template <class T>
+void philox_uniforms(std::uint64_t key, std::uint64_t counter, double* u) {
   const philox_words w = philox4x32_10(
       {static_cast<std::uint32_t>(counter), static_cast<std::uint32_t>(counter >> 32), 0u, 0u},
       {static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)});
-  double u[4];
   if constexpr (sizeof(T) == 4) {
-    for (int j = 0; j < 4; ++j) u[j] = static_cast<double>(w[static_cast<std::size_t>(j)] >> 8) * 0x1p-24;
+    for (std::size_t j = 0; j < 4; ++j) u[j] = static_cast<double>(w[j] >> 8) * 0x1p-24;
   } else {
-    for (int j = 0; j < 2; ++j) {
-      const std::uint64_t bits = (std::uint64_t(w[2 * static_cast<std::size_t>(j)]) << 32) | w[2 * static_cast<std::size_t>(j) + 1];
-      u[j] = static_cast<double>(bits >> 11) * 0x1p-53;
-    }
+    for (std::size_t j = 0; j < 2; ++j) u[j] = static_cast<double>(((std::uint64_t(w[2 * j]) << 32) | w[2 * j + 1]) >> 11) * 0x1p-53;
   }
-  constexpr int per = static_cast<int>(values_per_block<T>);
-  double v[4];
+}
+
+/// Box-Muller on n pairs (u1[k], u2[k]) -> (c[k], s[k]), in whole SIMD registers (n rounded up:
+/// the arrays have room), so that every value takes the same path wherever it falls.
+inline void box_muller(const double* u1, const double* u2, double* c, double* s, std::int64_t n) {
+  using V = xsimd::batch<double>;
+  constexpr std::int64_t W = V::size;
+  const V one(1.0), minus_two(-2.0), two_pi(2.0 * std::numbers::pi);
+  for (std::int64_t k = 0; k < n; k += W) {
+    const V r = xsimd::sqrt(minus_two * xsimd::log(one - V::load_unaligned(u1 + k)));
+    const auto [sin_a, cos_a] = xsimd::sincos(two_pi * V::load_unaligned(u2 + k));
+    (r * cos_a).store_unaligned(c + k);
+    (r * sin_a).store_unaligned(s + k);
+  }
+}
+
+/// out[0, n) from the blocks at counters counter0, counter0 + 1, ... (n <= philox_run_blocks
+/// blocks' worth).
+inline constexpr std::int64_t philox_run_blocks = 256;
+template <distribution D, class T>
+void philox_run(T* out, std::int64_t n, std::uint64_t key, std::uint64_t counter0) {
+  constexpr std::int64_t per = values_per_block<T>, W = xsimd::batch<double>::size;
+  constexpr std::int64_t max_values = philox_run_blocks * per, max_pairs = max_values / 2 + W;
+  alignas(64) double u[max_values];
+  const std::int64_t blocks = (n + per - 1) / per;
+  for (std::int64_t b = 0; b < blocks; ++b) philox_uniforms<T>(key, counter0 + static_cast<std::uint64_t>(b), u + b * per);
   if constexpr (D == distribution::uniform) {
-    for (int j = 0; j < per; ++j) v[j] = u[j];
+    for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(u[i]);
   } else {
-    for (int j = 0; j < per; j += 2) {
-      const double r = std::sqrt(-2.0 * std::log(1.0 - u[j])), a = 2.0 * std::numbers::pi * u[j + 1];
-      v[j] = r * std::cos(a);
-      v[j + 1] = r * std::sin(a);
+    alignas(64) double u1[max_pairs], u2[max_pairs], c[max_pairs], s[max_pairs];
+    const std::int64_t pairs = blocks * per / 2, padded = (pairs + W - 1) / W * W;
+    for (std::int64_t k = 0; k < pairs; ++k) {
+      u1[k] = u[2 * k];
+      u2[k] = u[2 * k + 1];
     }
+    for (std::int64_t k = pairs; k < padded; ++k) u1[k] = u2[k] = 0.5;
+    box_muller(u1, u2, c, s, padded);
+    for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(i % 2 == 0 ? c[i / 2] : s[i / 2]);
   }
-  for (std::int64_t j = 0; j < count; ++j) out[j] = static_cast<T>(v[j]);
 }
 
 /// Fills out[0, n) from the stream of `key` starting at block `offset` (NOTE: [Philox streams]),
 /// over the thread pool; returns the number of blocks used.
 template <distribution D, class T>
 std::uint64_t philox_fill(T* out, std::int64_t n, std::uint64_t key, std::uint64_t offset) {
-  constexpr std::int64_t per = values_per_block<T>;
-  const std::int64_t blocks = (n + per - 1) / per;
-  constexpr std::int64_t blocks_per_task = 4096;
-  parallel_for((blocks + blocks_per_task - 1) / blocks_per_task, blocks_per_task * per * 8, [&](std::int64_t t) {
-    const std::int64_t b0 = t * blocks_per_task, b1 = b0 + blocks_per_task < blocks ? b0 + blocks_per_task : blocks;
-    for (std::int64_t b = b0; b < b1; ++b) {
-      const std::int64_t i = b * per;
-      philox_block<D, T>(key, offset + static_cast<std::uint64_t>(b), out + i, n - i < per ? n - i : per);
-    }
+  constexpr std::int64_t per = values_per_block<T>, run = philox_run_blocks * per;
+  const std::int64_t runs = (n + run - 1) / run;
+  parallel_for(runs, run * 8, [&](std::int64_t r) {
+    const std::int64_t i = r * run;
+    philox_run<D>(out + i, n - i < run ? n - i : run, key, offset + static_cast<std::uint64_t>(r * philox_run_blocks));
   });
-  return static_cast<std::uint64_t>(blocks);
+  return static_cast<std::uint64_t>((n + per - 1) / per);
 }
 
 }  // namespace xfunc::detail::backend
