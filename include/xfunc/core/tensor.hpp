@@ -121,6 +121,14 @@ class large_buffer_cache {
 
 /// A contiguous buffer (64-byte aligned on the heap). Tiny buffers live inline (no second
 /// allocation); see NOTE: [Buffer allocation].
+/// Test hook for allocation faults (tests/reliability): while positive, counts heap buffer
+/// allocations down, and the one that brings it to 0 fails as if the allocator had no memory.
+inline std::atomic<std::int64_t> buffer_fault_countdown{0};
+inline bool injected_buffer_fault() {
+  return buffer_fault_countdown.load(std::memory_order_relaxed) > 0 &&
+         buffer_fault_countdown.fetch_sub(1, std::memory_order_relaxed) == 1;
+}
+
 struct storage {
   /// `nbytes` of memory on the cpu; throws ("out of memory", with the bytes and the device) when
   /// the allocator has none.
@@ -129,7 +137,8 @@ struct storage {
       data = small;
     } else {
       // rounded() must not wrap (only possible where std::size_t is narrower than int64_t)
-      data = nbytes <= SIZE_MAX - 63 ? large_buffer_cache::instance().get(rounded()) : nullptr;
+      data = nbytes <= SIZE_MAX - 63 && !injected_buffer_fault() ? large_buffer_cache::instance().get(rounded())
+                                                                  : nullptr;
       if (!data) [[unlikely]]
         fail("xf: out of memory allocating ", nbytes, " bytes on ", xfunc::cpu,
              " (the allocator returned no memory); use smaller tensors or free some first");
