@@ -73,6 +73,21 @@ TEST_CASE("grad of grad of grad", "[grad][nesting]") {
   CHECK(ggg(xf::scalar(2.0)).item<double>() == Approx(6.0));
 }
 
+TEST_CASE("six levels of nested transforms", "[grad][nesting]") {
+  // sin's derivatives cycle with period 4: the sixth is -sin
+  auto d6 = xf::grad(xf::grad(xf::grad(xf::grad(xf::grad(xf::grad([](const xf::tensor& t) { return xf::sin(t); }))))));
+  CHECK(d6(xf::scalar(0.7)).item<double>() == Approx(-std::sin(0.7)));
+  // every kind of level in one stack: vmap(jacfwd(grad(vmap(jvp(grad)))))
+  auto g = xf::grad([](const xf::tensor& t) { return xf::sum(xf::exp(t) * t); });  // (1 + t) e^t
+  auto h = [&](const xf::tensor& t) { return xf::jvp(g, t, xf::ones_like(t)).second; };  // (2 + t) e^t
+  auto inner = xf::vmap(h);
+  auto scalar_fn = [&](const xf::tensor& t) { return xf::sum(inner(t.expand({3}))); };  // 3 (2 + t) e^t
+  auto outer = xf::vmap(xf::jacfwd(xf::grad(scalar_fn)));  // 3 (4 + t) e^t per example
+  const xf::tensor x = xf::tensor{0.1, -0.4, 0.9}.to(xf::f64);
+  const xf::tensor expect = 3.0 * (4.0 + x) * xf::exp(x);
+  CHECK(xf::allclose(outer(x), expect, 1e-10, 1e-12));
+}
+
 TEST_CASE("nested grads of closures: no perturbation confusion", "[grad][nesting]") {
   // d/dx [ x * d/dy (x + y) ] = d/dx [ x * 1 ] = 1   (a confused implementation gives 2)
   auto outer = [](const xf::tensor& x) {
