@@ -34,7 +34,17 @@ inline constexpr bool simd_elements = std::is_same_v<T, float> || std::is_same_v
 // go through lit(x, c), the constant c in x's type (broadcast for a register). SIMD and scalar
 // math may round differently in the last place (exp, sin, ...); map_elements decides which
 // elements take which path from their position alone, so results do not depend on how a call
-// is cut into chunks or threads.
+// is cut into chunks or threads. The functions are __host__ __device__ under nvcc
+// (XFUNC_ELEMENT_FN), so the same `fn` compiles into CUDA kernels (tests/cuda).
+
+/// Marks the element functions as callable from device code when nvcc compiles them (where
+/// they are not, nvcc compiles a kernel that calls them to an empty body, without an error).
+#if defined(__CUDACC__)
+#define XFUNC_ELEMENT_FN __host__ __device__
+#else
+#define XFUNC_ELEMENT_FN
+#endif
+
 namespace xfunc::detail::element {
 
 template <class X>
@@ -51,18 +61,18 @@ using value_t = typename value_of<X>::type;
 
 /// The constant c as an X.
 template <class X, class C>
-X lit(const X&, C c) { return X(static_cast<value_t<X>>(c)); }
+XFUNC_ELEMENT_FN X lit(const X&, C c) { return X(static_cast<value_t<X>>(c)); }
 
 /// take ? a : b, element by element.
 template <class C, class X>
-X select(const C& take, const X& a, const X& b) {
+XFUNC_ELEMENT_FN X select(const C& take, const X& a, const X& b) {
   if constexpr (backend::is_simd<X>::value) return xsimd::select(take, a, b);
   else return take ? a : b;
 }
 
 #define XFUNC_ELEMENT_UNARY(name)                              \
   template <class X>                                           \
-  X name(const X& x) {                                         \
+  XFUNC_ELEMENT_FN X name(const X& x) {                                         \
     if constexpr (backend::is_simd<X>::value) return xsimd::name(x); \
     else return std::name(x);                                  \
   }
@@ -81,7 +91,7 @@ XFUNC_ELEMENT_UNARY(erf)
 
 #define XFUNC_ELEMENT_BINARY(name)                                    \
   template <class X>                                                  \
-  X name(const X& a, const X& b) {                                    \
+  XFUNC_ELEMENT_FN X name(const X& a, const X& b) {                                    \
     if constexpr (backend::is_simd<X>::value) return xsimd::name(a, b); \
     else return std::name(a, b);                                      \
   }
@@ -91,24 +101,24 @@ XFUNC_ELEMENT_BINARY(atan2)
 
 /// a or b, element by element (|| for values, | for xsimd masks).
 template <class C>
-C either(const C& a, const C& b) {
+XFUNC_ELEMENT_FN C either(const C& a, const C& b) {
   if constexpr (std::is_same_v<C, bool>) return a || b;
   else return a | b;
 }
 
 /// Whether x is NaN (false for integers).
 template <class X>
-auto is_nan(const X& x) { return x != x; }
+XFUNC_ELEMENT_FN auto is_nan(const X& x) { return x != x; }
 
 /// The larger of a and b; NaN when either is NaN (as torch.maximum).
 template <class X>
-X maximum(const X& a, const X& b) { return select(either(a > b, is_nan(a)), a, b); }
+XFUNC_ELEMENT_FN X maximum(const X& a, const X& b) { return select(either(a > b, is_nan(a)), a, b); }
 /// The smaller of a and b; NaN when either is NaN (as torch.minimum).
 template <class X>
-X minimum(const X& a, const X& b) { return select(either(a < b, is_nan(a)), a, b); }
+XFUNC_ELEMENT_FN X minimum(const X& a, const X& b) { return select(either(a < b, is_nan(a)), a, b); }
 
 /// -1, 0 or 1 by the sign of x; a zero keeps its sign and NaN stays NaN.
 template <class X>
-X sign(const X& x) { return select(x > lit(x, 0), lit(x, 1), select(x < lit(x, 0), lit(x, -1), x)); }
+XFUNC_ELEMENT_FN X sign(const X& x) { return select(x > lit(x, 0), lit(x, 1), select(x < lit(x, 0), lit(x, -1), x)); }
 
 }  // namespace xfunc::detail::element

@@ -41,7 +41,11 @@ namespace xfunc::detail::backend {
 
 /// Unrolls the loop that follows completely: the loops over an array of SIMD accumulators must
 /// be, or the accumulators live in memory and every step waits for a store to be forwarded.
+#if defined(__CUDACC__)  // (nvcc warns about GCC's pragma; it never compiles these CPU loops for us)
+#define XFUNC_DETAIL_UNROLL
+#else
 #define XFUNC_DETAIL_UNROLL _Pragma("GCC unroll 16")
+#endif
 
 /// Vector accumulators per fold (independent chains, so the adds overlap).
 inline constexpr int simd_accumulators = 4;

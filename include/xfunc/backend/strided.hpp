@@ -210,6 +210,7 @@ template <class U, int N>
 struct register_transpose {
   typedef U row __attribute__((vector_size(N * sizeof(U))));
   // (rows by reference: a vector passed by value changes the ABI where the target lacks it)
+#if !defined(__CUDACC__)
   template <int B, std::size_t... C>
   static void swap_blocks(row& x, row& y, std::index_sequence<C...>) {
     const row low = __builtin_shufflevector(x, y, ((C & B) == 0 ? int(C) : N + int(C) - B)...);
@@ -222,12 +223,18 @@ struct register_transpose {
       if ((q & B) == 0) swap_blocks<B>(r[q], r[q + B], std::make_index_sequence<N>{});
     if constexpr (B > 1) level<B / 2>(r);
   }
+#endif
   /// d[i * ld + j] = s[j * ls + i] for i, j in [0, N).
   static void run(const U* s, std::int64_t ls, U* d, std::int64_t ld) {
+#if defined(__CUDACC__)  // nvcc's host-side rewrite mangles the shuffles' index packs
+    for (int i = 0; i < N; ++i)
+      for (int j = 0; j < N; ++j) d[i * ld + j] = s[j * ls + i];
+#else
     row r[N];
     for (int q = 0; q < N; ++q) std::memcpy(&r[q], s + q * ls, sizeof(row));
     level<N / 2>(r);
     for (int q = 0; q < N; ++q) std::memcpy(d + q * ld, &r[q], sizeof(row));
+#endif
   }
 };
 

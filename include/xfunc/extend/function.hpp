@@ -165,14 +165,18 @@ struct function_call final : dyn_call {
   }
 };
 
+/// const tensor& for every I (a struct, not an alias: nvcc's host-side rewrite drops the pack
+/// from an alias that ignores its parameter).
 template <std::size_t>
-using tensor_ref = const tensor&;
+struct tensor_ref {
+  using type = const tensor&;
+};
 template <class Derived, class Seq>
 struct backward_result;
 template <class Derived, std::size_t... I>
 struct backward_result<Derived, std::index_sequence<I...>> {
   using type = std::remove_cvref_t<decltype(Derived::backward(std::declval<autograd::context&>(),
-                                                              std::declval<tensor_ref<I>>()...))>;
+                                                              std::declval<typename tensor_ref<I>::type>()...))>;
 };
 
 template <class Derived, class... Args>

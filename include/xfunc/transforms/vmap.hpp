@@ -10,6 +10,11 @@ namespace detail {
 
 /// in_dims entry for one argument: default (0 for tensor leaves), an integer, none or nested.
 struct default_dim_t {};
+/// default_dim_t for every I (for a pack expansion that nvcc's host-side rewrite keeps).
+template <std::size_t>
+struct default_dim_for {
+  using type = default_dim_t;
+};
 
 template <class Arg, class E>
 constexpr bool in_dim_fits() {
@@ -130,7 +135,7 @@ struct vmap_transform : transform_base<F> {
   template <std::size_t N>
   static constexpr auto default_in_dims() {
     return []<std::size_t... I>(std::index_sequence<I...>) {
-      return in_dims_t<decltype((void)I, default_dim_t{})...>{};
+      return in_dims_t<typename default_dim_for<I>::type...>{};
     }(std::make_index_sequence<N>{});
   }
 
