@@ -1,5 +1,6 @@
 #pragma once
 // Public testing helpers: finite-difference gradient checks and vmap-against-a-loop checks.
+#include <array>
 #include <cstring>
 #include <iostream>
 #include <sstream>

@@ -2,7 +2,6 @@
 // CPU kernels: strided copies written once by hand (backend/strided.hpp), pointwise math on
 // contiguous buffers as each op's per-element `fn` (NOTE: [Element math]) mapped over xsimd
 // registers, large calls split over the thread pool (backend/parallel.hpp).
-#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -37,7 +36,7 @@ T select_bits(bool take, T a, T b) {
 // every thread count.
 inline constexpr std::int64_t pointwise_chunk = std::int64_t(1) << 14;
 
-/// for_each_chunk's large case, out of line: small calls keep the code of one assignment.
+/// for_each_chunk's large case, out of line: small calls keep the code of one loop.
 template <class F>
 [[gnu::noinline]] void for_each_chunk_of(std::int64_t n, const F& f) {
   const std::int64_t chunks = (n + pointwise_chunk - 1) / pointwise_chunk;

@@ -2,6 +2,7 @@
 // xf::custom_op: an opaque operator declared by its C++ signature, with per-device kernels, a
 // fake kernel, an autograd formula and a vmap rule registered at run time (API.md §4.1).
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <map>
 #include <mutex>

@@ -1,5 +1,7 @@
 #pragma once
 // xf::grad and xf::grad_and_value.
+#include <array>
+
 #include <xfunc/core/diagnostics.hpp>
 #include <xfunc/core/pytree.hpp>
 #include <xfunc/dispatch/dispatcher.hpp>

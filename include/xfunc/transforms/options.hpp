@@ -1,6 +1,7 @@
 #pragma once
 // Transform options: tag values passed after f, in any order.
 #include <xfunc/core/diagnostics.hpp>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <tuple>
