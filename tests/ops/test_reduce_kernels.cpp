@@ -4,6 +4,7 @@
 // 1, 2 and 3 threads; float32 sums accurate to a few units of rounding.
 #include <cmath>
 #include <random>
+#include <sstream>
 
 #include <catch2/catch.hpp>
 
@@ -192,4 +193,36 @@ TEST_CASE("reduction kernels: float32 sums are accurate (blocked, pairwise)", "[
   const xf::tensor cols = xf::full({n / 16, 16}, 0.1, xf::f32);
   // columns: blocks of max(64, 4096 / columns) rows summed in order, the blocks pairwise
   CHECK(std::abs(xf::sum(cols, {0}).select(0, 7).item<float>() - exact / 16) / (exact / 16) < 2e-5);
+}
+
+TEST_CASE("special values as torch 1.13 gives them", "[ops][reduction][nan]") {
+  const double inf = INFINITY;
+  auto isnan_all = [](const xf::tensor& t) { return xf::equal(xf::ne(t, t), xf::ones(t.shape(), xf::b8)); };
+  // a row of -inf: softmax and log_softmax are NaN, logsumexp is -inf
+  const xf::tensor row = xf::full({1, 3}, -inf, xf::f64);
+  CHECK(isnan_all(xf::softmax(row, 1)));
+  CHECK(isnan_all(xf::log_softmax(row, 1)));
+  CHECK(xf::logsumexp(row, {1}).item<double>() == -inf);
+  // +inf in a row: logsumexp is +inf, softmax [0, nan]
+  const xf::tensor with_inf = xf::tensor{1.0, inf};
+  CHECK(xf::logsumexp(with_inf, {0}).item<double>() == inf);
+  const xf::tensor s = xf::softmax(with_inf, 0);
+  CHECK(s.select(0, 0).item<double>() == 0.0);
+  CHECK(std::isnan(s.select(0, 1).item<double>()));
+  // the mean of nothing, the unbiased variance of one value: NaN
+  CHECK(std::isnan(xf::mean(xf::zeros({0})).item<float>()));
+  CHECK(std::isnan(xf::var(xf::tensor{1.0}, {0}).item<double>()));
+  // the gradient of sqrt at 0 is +inf
+  CHECK(xf::grad([](const xf::tensor& x) { return xf::sum(xf::sqrt(x)); })(xf::zeros({1}, xf::f64)).item<double>() == inf);
+  // integer division is true division: 1 / 0 = inf, 0 / 0 = nan, -1 / 0 = -inf
+  const xf::tensor q = xf::tensor{1, 0, -1} / xf::tensor{0, 0, 0};
+  CHECK(q.dtype() == xf::f32);
+  CHECK(q.select(0, 0).item<float>() == INFINITY);
+  CHECK(std::isnan(q.select(0, 1).item<float>()));
+  CHECK(q.select(0, 2).item<float>() == -INFINITY);
+  // NaN prints as "nan", whatever its sign bit
+  std::ostringstream os;
+  os << xf::softmax(row, 1);
+  CHECK(os.str().find("[[nan, nan, nan]]") != std::string::npos);
+  CHECK(os.str().find("-nan") == std::string::npos);
 }

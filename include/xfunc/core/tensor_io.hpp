@@ -3,6 +3,7 @@
 #include <cmath>
 #include <iomanip>
 #include <ostream>
+#include <type_traits>
 
 #include <xtensor/xarray.hpp>
 
@@ -109,8 +110,17 @@ inline void print_values(std::ostream& os, const tensor& v) {
   visit_dtype(v.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* p = c.impl()->template data<T>();
+    // one value; a NaN prints as "nan" whatever its sign bit (as torch and NumPy print it)
+    auto put = [&](T x) {
+      if constexpr (std::is_floating_point_v<T>)
+        if (std::isnan(x)) {
+          os << "nan";
+          return;
+        }
+      os << +x;
+    };
     if (s.empty()) {
-      os << +p[0];
+      put(p[0]);
       return;
     }
     // nested brackets, at most 6 entries per row shown ("..." elides the middle)
@@ -125,7 +135,7 @@ inline void print_values(std::ostream& os, const tensor& v) {
           os << "..., ";
           i = m - 3;
         }
-        if (d + 1 == s.size()) os << +p[base + i];
+        if (d + 1 == s.size()) put(p[base + i]);
         else self(self, d + 1, base + i * stride);
         if (i + 1 < m) os << ", ";
       }
