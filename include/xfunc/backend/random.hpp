@@ -4,7 +4,6 @@
 // uniform and normal values, written once for every device; and the CPU kernel that fills a
 // buffer with them.
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <numbers>
 
@@ -49,6 +48,11 @@ enum class distribution { uniform, normal };
 /// Values per Philox block for T (NOTE: [Philox streams]).
 template <class T>
 inline constexpr std::int64_t values_per_block = sizeof(T) == 4 ? 4 : 2;
+/// The blocks that n values of T take (a partly used block is not shared).
+template <class T>
+constexpr std::int64_t blocks_for(std::int64_t n) {
+  return (n + values_per_block<T> - 1) / values_per_block<T>;
+}
 
 /// The uniform values in [0, 1) of the block at `counter` (values_per_block<T> of them).
 template <class T>
@@ -85,7 +89,7 @@ void philox_run(T* out, std::int64_t n, std::uint64_t key, std::uint64_t counter
   constexpr std::int64_t per = values_per_block<T>, W = xsimd::batch<double>::size;
   constexpr std::int64_t max_values = philox_run_blocks * per, max_pairs = max_values / 2 + W;
   alignas(64) double u[max_values];
-  const std::int64_t blocks = (n + per - 1) / per;
+  const std::int64_t blocks = blocks_for<T>(n);
   for (std::int64_t b = 0; b < blocks; ++b) philox_uniforms<T>(key, counter0 + static_cast<std::uint64_t>(b), u + b * per);
   if constexpr (D == distribution::uniform) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(u[i]);
@@ -103,16 +107,15 @@ void philox_run(T* out, std::int64_t n, std::uint64_t key, std::uint64_t counter
 }
 
 /// Fills out[0, n) from the stream of `key` starting at block `offset` (NOTE: [Philox streams]),
-/// over the thread pool; returns the number of blocks used.
+/// over the thread pool (blocks_for<T>(n) blocks).
 template <distribution D, class T>
-std::uint64_t philox_fill(T* out, std::int64_t n, std::uint64_t key, std::uint64_t offset) {
+void philox_fill(T* out, std::int64_t n, std::uint64_t key, std::uint64_t offset) {
   constexpr std::int64_t per = values_per_block<T>, run = philox_run_blocks * per;
   const std::int64_t runs = (n + run - 1) / run;
   parallel_for(runs, run * 8, [&](std::int64_t r) {
     const std::int64_t i = r * run;
     philox_run<D>(out + i, n - i < run ? n - i : run, key, offset + static_cast<std::uint64_t>(r * philox_run_blocks));
   });
-  return static_cast<std::uint64_t>((n + per - 1) / per);
 }
 
 }  // namespace xfunc::detail::backend

@@ -83,13 +83,12 @@ tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* nam
     if (d == cpu)
       visit_floating(dt, [&](auto tag) {
         using T = typename decltype(tag)::type;
-        const std::int64_t per = backend::values_per_block<T>;
         std::uint64_t key, offset;
         {  // reserve this tensor's blocks; they are filled outside the lock
           std::lock_guard<std::mutex> lock(rng().mu);
           key = rng().key;
           offset = rng().offset;
-          rng().offset += static_cast<std::uint64_t>((r.numel() + per - 1) / per);
+          rng().offset += static_cast<std::uint64_t>(backend::blocks_for<T>(r.numel()));
         }
         backend::philox_fill<D>(r.impl()->template data<T>(), r.numel(), key, offset);
       });
