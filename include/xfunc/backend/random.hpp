@@ -84,6 +84,13 @@ inline void box_muller(const double* u1, const double* u2, double* c, double* s,
 /// out[0, n) from the blocks at counters counter0, counter0 + 1, ... (n <= philox_run_blocks
 /// blocks' worth).
 inline constexpr std::int64_t philox_run_blocks = 256;
+// GCC 12 warns, in some inlining contexts, that box_muller may read u1 and u2 uninitialised: it
+// reads exactly the `padded` values written just before (zeroing 16 KiB per run to silence it
+// would cost more than the warning is worth).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 template <distribution D, class T>
 void philox_run(T* out, std::int64_t n, std::uint64_t key, std::uint64_t counter0) {
   constexpr std::int64_t per = values_per_block<T>, W = xsimd::batch<double>::size;
@@ -105,6 +112,9 @@ void philox_run(T* out, std::int64_t n, std::uint64_t key, std::uint64_t counter
     for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(i % 2 == 0 ? c[i / 2] : s[i / 2]);
   }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 /// Fills out[0, n) from the stream of `key` starting at block `offset` (NOTE: [Philox streams]),
 /// over the thread pool (blocks_for<T>(n) blocks).
