@@ -16,6 +16,8 @@
 #   OpenBLAS: cblas.h and libopenblas.so                           libopenblas-dev
 #   Catch2 2.x (catch2/catch.hpp; tests)                           catch2
 #   Google Benchmark (benchmark/benchmark.h; benchmarks only)      libbenchmark-dev
+#   MPI headers (mpi.h or mpi/mpi.h; xfunc::distributed)           libopenmpi-dev
+#   mpirun (xfunc::distributed tests and examples)                 openmpi-bin
 # xtl, xsimd, xtensor, Catch2 and Google Benchmark also need their CMake package files
 # (<Name>Config.cmake or <name>-config.cmake) under the prefix their headers are in, or under
 # $CMAKE_PREFIX_PATH.
@@ -26,6 +28,8 @@
 # Environment:
 #   XFUNC_INSTALL_DRY_RUN=1   report the needs and print what would be installed; change nothing
 #   XFUNC_DEPS_BENCHMARKS=0   Google Benchmark is not needed (no benchmarks will be built)
+#   XFUNC_DEPS_DISTRIBUTED=0  Open MPI is not needed (xfunc::distributed will not be built)
+#   XFUNC_DEPS_MPIRUN         the mpirun to look for (default: mpirun in PATH)
 #   XFUNC_DEPS_INCLUDE_DIRS   include directories to search, ':'-separated (default: those the
 #                             compiler searches, from `$CXX -E -x c++ - -v`)
 #   XFUNC_DEPS_LIB_DIRS       library directories to search, ':'-separated (default: the
@@ -36,6 +40,8 @@ shopt -s nullglob
 
 dry_run=${XFUNC_INSTALL_DRY_RUN:-0}
 want_benchmark=${XFUNC_DEPS_BENCHMARKS:-1}
+want_distributed=${XFUNC_DEPS_DISTRIBUTED:-1}
+mpirun_cmd=${XFUNC_DEPS_MPIRUN:-mpirun}
 apt_get=${XFUNC_APT_GET:-apt-get}
 cxx=${CXX:-g++}
 
@@ -259,6 +265,22 @@ check_benchmark() {
   fi
 }
 
+check_mpi() {
+  local need="MPI headers (xfunc::distributed)" dir
+  if dir=$(find_header mpi.h); then
+    report ok "$need" "mpi.h in $dir"
+  elif dir=$(find_header mpi/mpi.h); then
+    report ok "$need" "mpi/mpi.h in $dir"
+  else
+    report missing "$need" "mpi.h not found" libopenmpi-dev
+  fi
+  if command -v "$mpirun_cmd" >/dev/null 2>&1; then
+    report ok "mpirun (xfunc::distributed tests)" "$(command -v "$mpirun_cmd")"
+  else
+    report missing "mpirun (xfunc::distributed tests)" "$mpirun_cmd not found" openmpi-bin
+  fi
+}
+
 check_all() {
   unmet_pkgs=()
   unmet_needs=()
@@ -278,6 +300,7 @@ check_all() {
   check_openblas
   check_catch2
   if [ "$want_benchmark" != 0 ]; then check_benchmark; fi
+  if [ "$want_distributed" != 0 ]; then check_mpi; fi
 }
 
 # ---- main ----------------------------------------------------------------------------------

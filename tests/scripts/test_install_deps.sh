@@ -57,6 +57,13 @@ provide() {
       mkdir -p "$inc/benchmark" "$root/lib/x86_64-linux-gnu/cmake/benchmark"
       echo '// benchmark' >"$inc/benchmark/benchmark.h"
       touch "$root/lib/x86_64-linux-gnu/cmake/benchmark/benchmarkConfig.cmake" ;;
+    libopenmpi-dev)  # Debian points /usr/include/<triplet>/mpi at Open MPI's include directory
+      mkdir -p "$inc/x86_64-linux-gnu/mpi"
+      echo '// mpi' >"$inc/x86_64-linux-gnu/mpi/mpi.h" ;;
+    openmpi-bin)
+      mkdir -p "$root/bin"
+      printf '#!/bin/sh\nexit 0\n' >"$root/bin/mpirun"
+      chmod +x "$root/bin/mpirun" ;;
     g++ | cmake | make) ;;  # the fake tools read their versions from the environment
     *) echo "fake apt-get: unknown package $pkg" >&2; return 1 ;;
   esac
@@ -131,7 +138,7 @@ EOF
 chmod +x "$bin"/*
 
 all_pkgs=(libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2
-          libbenchmark-dev)
+          libbenchmark-dev libopenmpi-dev openmpi-bin)
 
 # new_machine PACKAGE...: a fresh fake /usr with those packages' files
 root=""
@@ -158,7 +165,8 @@ run_script() {
           FAKE_INCLUDE_DIRS="$root/include/x86_64-linux-gnu:$root/include" FAKE_LIB_DIRS="$root/lib/x86_64-linux-gnu" \
           FAKE_APT_LOG="$tmp/apt.log" XFUNC_APT_GET="$bin/apt-get" CMAKE_PREFIX_PATH= \
           XFUNC_DEPS_INCLUDE_DIRS="$root/include/x86_64-linux-gnu:$root/include" \
-          XFUNC_DEPS_LIB_DIRS="$root/lib/x86_64-linux-gnu" "$@" bash "$script" 2>&1 </dev/null) || rc=$?
+          XFUNC_DEPS_LIB_DIRS="$root/lib/x86_64-linux-gnu" XFUNC_DEPS_MPIRUN="$root/bin/mpirun" \
+          "$@" bash "$script" 2>&1 </dev/null) || rc=$?
 }
 
 # expect_plan NAME "PACKAGES" ENV...: a dry run plans exactly PACKAGES ("" for nothing) and
@@ -189,7 +197,7 @@ grep -q '^xfunc: nothing to install$' <<<"$out" || fail "include path from the c
 grep -q "include path: $root/include/x86_64-linux-gnu $root/include;" <<<"$out" || fail "compiler include path: $out"
 
 # Each unmet need plans its one package, and only that
-new_machine xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libbenchmark-dev
+new_machine xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libbenchmark-dev libopenmpi-dev openmpi-bin
 expect_plan "no Boost" "libboost-dev"
 provide "$root" libboost1.65-dev 106500
 expect_plan "Boost 1.65 (older than the 1.71 CMake asks for)" "libboost-dev"
@@ -197,7 +205,7 @@ provide "$root" libboost1.81-dev 108100
 rm "$root/include/boost/hana.hpp"
 expect_plan "Boost without Hana" "libboost-dev"
 
-new_machine libboost1.81-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libbenchmark-dev
+new_machine libboost1.81-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libbenchmark-dev libopenmpi-dev openmpi-bin
 expect_plan "no xtl" "xtl-dev"
 provide "$root" xtl-dev
 rm "$root/share/cmake/xtl/xtlConfig.cmake"
@@ -226,20 +234,26 @@ expect_plan "Catch2 3" "catch2"
 rm "$root/include/catch2/catch.hpp"
 expect_plan "no catch2/catch.hpp" "catch2"
 
-new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2
+new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libopenmpi-dev openmpi-bin
 expect_plan "no Google Benchmark" "libbenchmark-dev"
 expect_plan "no Google Benchmark, not needed" "" XFUNC_DEPS_BENCHMARKS=0
+
+new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libbenchmark-dev
+expect_plan "no Open MPI" "libopenmpi-dev openmpi-bin"
+expect_plan "no Open MPI, not needed" "" XFUNC_DEPS_DISTRIBUTED=0
+provide "$root" openmpi-bin
+expect_plan "mpirun without the MPI headers" "libopenmpi-dev"
 
 new_machine "${all_pkgs[@]}"
 expect_plan "g++ 10" "g++" FAKE_GCC_VERSION=10.2.1
 expect_plan "cmake 3.18" "cmake" FAKE_CMAKE_VERSION=3.18.4
 expect_plan "no compiler" "g++" CXX=no-such-compiler-xfunc
 new_machine
-expect_plan "an empty machine" "libboost-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libbenchmark-dev"
+expect_plan "an empty machine" "libboost-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libbenchmark-dev libopenmpi-dev openmpi-bin"
 
 # ---- installing (with the fake apt-get and sudo) ------------------------------------------
 
-new_machine libboost1.81-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2
+new_machine libboost1.81-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libopenmpi-dev openmpi-bin
 run_script
 [ "$rc" = 0 ] || { fail "install: exit status $rc"; echo "$out" >&2; }
 grep -q '^xfunc: all build dependencies are met$' <<<"$out" || fail "install: not met afterwards: $out"
@@ -255,7 +269,7 @@ if [ "$rc" != 0 ] || [ -s "$tmp/apt.log" ]; then
 fi
 
 # a package that does not provide what was missing: the script says so and fails
-new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev catch2 libbenchmark-dev
+new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev catch2 libbenchmark-dev libopenmpi-dev openmpi-bin
 run_script FAKE_APT_BROKEN=1
 [ "$rc" != 0 ] || fail "install that provides nothing: exit status 0"
 grep -q 'still unmet after installing libopenblas-dev: \[OpenBLAS' <<<"$out" || fail "install that provides nothing: $out"
