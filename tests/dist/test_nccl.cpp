@@ -1,0 +1,133 @@
+// The NCCL transport (include/xfunc/dist/nccl.hpp).
+//   test_nccl host   on any machine: availability is reported without a crash, and without a
+//                    GPU a communicator refuses to start ("not available") on every rank
+//   test_nccl gpu    every buffer-level collective on device buffers, against the MPI ones on
+//                    the same values; exits 77 (ctest: skipped) where there is no GPU
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <xfunc/dist/nccl.hpp>
+
+namespace d = xfunc::dist;
+
+namespace {
+int failures = 0;
+void check(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "FAIL: %s\n", what.c_str());
+    ++failures;
+  }
+}
+
+int host_checks() {
+  const bool available = d::nccl_available();  // must not crash without a driver
+  if (available) return 0;                    // (the gpu checks cover this machine)
+  try {
+    d::nccl_communicator nc(d::world());
+    check(false, "a communicator started without a GPU");
+  } catch (const xfunc::error& e) {
+    check(std::strstr(e.what(), "not available") != nullptr, std::string("the message: ") + e.what());
+  }
+  return 0;
+}
+
+// Device buffers of doubles, copied to and from the host.
+struct device_buffer {
+  double* p = nullptr;
+  std::size_t n = 0;
+  explicit device_buffer(const std::vector<double>& host) : n(host.size()) {
+    d::detail::check_cuda(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(double)), "cudaMalloc");
+    d::detail::check_cuda(cudaMemcpy(p, host.data(), n * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy");
+  }
+  explicit device_buffer(std::size_t size) : device_buffer(std::vector<double>(size, -1.0)) {}
+  ~device_buffer() { cudaFree(p); }
+  std::vector<double> host() const {
+    std::vector<double> h(n);
+    d::detail::check_cuda(cudaMemcpy(h.data(), p, n * sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    return h;
+  }
+};
+
+int gpu_checks() {
+  if (!d::nccl_available()) {
+    std::printf("no GPU: skipped\n");
+    return 77;
+  }
+  const auto& c = d::world().state("test_nccl");
+  d::nccl_communicator nc(d::world());
+  cudaStream_t s;
+  d::detail::check_cuda(cudaStreamCreate(&s), "cudaStreamCreate");
+  const int N = c.size, r = c.rank;
+  const std::int64_t n = 6;
+  std::vector<double> mine(static_cast<std::size_t>(n * N));
+  for (std::size_t i = 0; i < mine.size(); ++i) mine[i] = r * 100.0 + static_cast<double>(i);
+  const auto f64 = xfunc::dtype::float64;
+  auto same = [](const std::vector<double>& a, const std::vector<double>& b, std::size_t len) {
+    for (std::size_t i = 0; i < len; ++i)
+      if (a[i] != b[i]) return false;
+    return true;
+  };
+  {  // all_reduce (sum and mean)
+    device_buffer b(mine);
+    nc.all_reduce(b.p, n, f64, d::reduce_op::sum, s);
+    nc.wait(s);
+    std::vector<double> ref = mine;
+    c.all_reduce(ref.data(), n, f64, d::reduce_op::sum, "ref");
+    check(same(b.host(), ref, static_cast<std::size_t>(n)), "all_reduce(sum)");
+  }
+  {  // all_gather
+    device_buffer in(mine), out(static_cast<std::size_t>(n * N));
+    nc.all_gather(in.p, out.p, n, f64, s);
+    nc.wait(s);
+    std::vector<double> ref(static_cast<std::size_t>(n * N));
+    c.all_gather(mine.data(), ref.data(), n, f64, "ref");
+    check(same(out.host(), ref, ref.size()), "all_gather");
+  }
+  {  // reduce_scatter
+    device_buffer in(mine), out(static_cast<std::size_t>(n));
+    nc.reduce_scatter(in.p, out.p, n, f64, d::reduce_op::sum, s);
+    nc.wait(s);
+    std::vector<double> ref(static_cast<std::size_t>(n));
+    c.reduce_scatter(mine.data(), ref.data(), n, f64, d::reduce_op::sum, "ref");
+    check(same(out.host(), ref, ref.size()), "reduce_scatter");
+  }
+  {  // broadcast and reduce from the last rank
+    device_buffer b(mine);
+    nc.broadcast(b.p, n, f64, N - 1, s);
+    device_buffer in(mine), out(static_cast<std::size_t>(n));
+    nc.reduce_sum(in.p, out.p, n, f64, N - 1, s);
+    nc.wait(s);
+    std::vector<double> ref = mine, red(static_cast<std::size_t>(n), -1.0);
+    c.broadcast(ref.data(), n, f64, N - 1, "ref");
+    c.reduce_sum(mine.data(), red.data(), n, f64, N - 1, "ref");
+    check(same(b.host(), ref, static_cast<std::size_t>(n)), "broadcast");
+    if (r == N - 1) check(same(out.host(), red, red.size()), "reduce");
+  }
+  {  // all_to_all and a ring of send_recv
+    device_buffer in(mine), out(mine.size());
+    nc.all_to_all(in.p, out.p, n, f64, s);
+    device_buffer ring_out(static_cast<std::size_t>(n));
+    nc.send_recv(in.p, ring_out.p, n, f64, (r + 1) % N, (r + N - 1) % N, s);
+    nc.wait(s);
+    std::vector<double> ref(mine.size()), ring_ref(static_cast<std::size_t>(n));
+    c.all_to_all(mine.data(), ref.data(), n, f64, "ref");
+    c.send_recv(mine.data(), ring_ref.data(), n, f64, (r + 1) % N, (r + N - 1) % N, "ref");
+    check(same(out.host(), ref, ref.size()), "all_to_all");
+    check(same(ring_out.host(), ring_ref, ring_ref.size()), "send_recv");
+  }
+  cudaStreamDestroy(s);
+  return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  d::environment env(argc, argv);
+  const std::string mode = argc > 1 ? argv[1] : "host";
+  const int status = mode == "gpu" ? gpu_checks() : host_checks();
+  int any = failures > 0 ? 1 : 0, all = 0;
+  MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (all) return 1;
+  return status;
+}
