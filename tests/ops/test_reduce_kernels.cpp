@@ -226,3 +226,31 @@ TEST_CASE("special values as torch 1.13 gives them", "[ops][reduction][nan]") {
   CHECK(os.str().find("[[nan, nan, nan]]") != std::string::npos);
   CHECK(os.str().find("-nan") == std::string::npos);
 }
+
+// Found by the fuzzer (tests/fuzz): an extreme over a non-empty dim of a tensor with an empty
+// other dim is an empty result, as in torch 1.13 (torch.zeros(0, 2, 3).amin(-1) has shape
+// [0, 2]); only reducing over an empty dim is an error.
+TEST_CASE("amax, amin, argmax of an empty tensor over a non-empty dim", "[ops][reduction][empty]") {
+  const xf::tensor x = xf::zeros({0, 2, 3}, xf::f64);
+  CHECK(xf::amin(x, {-1}).shape() == xf::shape_t{0, 2});
+  CHECK(xf::amax(x, {2}, true).shape() == xf::shape_t{0, 2, 1});
+  CHECK(xf::argmax(x, -1).shape() == xf::shape_t{0, 2});
+  CHECK(xf::grad([](const xf::tensor& t) { return xf::sum(xf::amax(t, {2})); })(x).shape() == x.shape());
+  CHECK_THROWS_WITH(xf::amax(x, {0}), Catch::Contains("xf::amax: cannot reduce over dim 0") && Catch::Contains("no elements"));
+  CHECK_THROWS_WITH(xf::amin(x, {}), Catch::Contains("no elements"));
+  CHECK_THROWS_WITH(xf::argmax(xf::zeros({3, 0}), 1), Catch::Contains("xf::argmax: cannot reduce over dim 1"));
+}
+
+// Found by the fuzzer: logsumexp over a non-empty dim of a tensor whose kept dim is empty divided
+// by zero (SIGFPE) in the column kernel.
+TEST_CASE("logsumexp, softmax, log_softmax with an empty kept dim", "[ops][reduction][empty]") {
+  CHECK(xf::logsumexp(xf::zeros({3, 0}, xf::f64), {0}).shape() == xf::shape_t{0});
+  CHECK(xf::logsumexp(xf::zeros({2, 3, 0}), {1}, true).shape() == xf::shape_t{2, 1, 0});
+  CHECK(xf::softmax(xf::zeros({3, 0}, xf::f64), 0).shape() == xf::shape_t{3, 0});
+  CHECK(xf::log_softmax(xf::zeros({0, 4}), 1).shape() == xf::shape_t{0, 4});
+  // and over an empty dim: log(0) = -inf, as torch gives
+  const xf::tensor lse = xf::logsumexp(xf::zeros({0, 2}, xf::f64), {0});
+  CHECK(lse.shape() == xf::shape_t{2});
+  CHECK(std::isinf(lse.select(0, 1).item<double>()));
+  CHECK(lse.select(0, 1).item<double>() < 0);
+}

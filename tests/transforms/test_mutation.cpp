@@ -229,3 +229,22 @@ TEST_CASE("make_fx traces the primitive ops, in-place ones included", "[make_fx]
   CHECK(xf::allclose(gg(x2)[0], xf::cos(x2)));
   CHECK_THROWS_WITH(g(xf::ones({3, 2}, xf::f32)), Contains("traced with"));
 }
+
+// Found by the fuzzer (tests/fuzz): writes through views of an int64 (or bool) tensor under
+// functionalize were lost: the view was replayed through a cast to the integer dtype, whose vjp
+// (used to embed the write into the base) is zero.
+TEST_CASE("functionalize: in-place writes through views of integer and boolean tensors", "[functionalize][mutation]") {
+  const xf::tensor x = xf::arange(0, 4, 1, xf::f64);
+  auto f = [](const xf::tensor& v) {
+    xf::tensor idx = xf::zeros({4}, xf::i64);
+    for (int k = 0; k < 4; ++k) idx.select(0, k).fill_(static_cast<double>(3 - k));
+    xf::tensor mask = xf::zeros({2, 2}, xf::b8);
+    mask.t().select(0, 1).fill_(1.0);  // column 1
+    return xf::index_select(v, 0, idx) + mask.reshape({4}).to(xf::f64);
+  };
+  const xf::tensor expect = xf::tensor{3.0, 3.0, 1.0, 1.0};
+  CHECK(xf::equal(f(x), expect));
+  CHECK(xf::equal(xf::functionalize(f)(x), expect));
+  CHECK(xf::equal(xf::functionalize(f, xf::remove::mutations_and_views)(x), expect));
+  CHECK(xf::equal(xf::vmap(f)(xf::stack({x, x}, 0)), xf::stack({expect, expect}, 0)));
+}

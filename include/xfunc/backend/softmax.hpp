@@ -137,7 +137,9 @@ tensor normalize(const tensor& x, std::int64_t dim, bool keepdim, const char* fn
   }
   if (x.device() == meta) return meta_like(oshape, x.dtype(), fn);
   tensor out = empty_dense(oshape, x.dtype(), cpu, fn);
-  if (x.numel() == 0 && N != normalization::logsumexp) return out;
+  // nothing to write (an empty softmax, or a logsumexp whose kept dims are empty: then B or A is
+  // 0, and the column kernel would divide by B)
+  if (out.numel() == 0) return out;
   const tensor xs = contiguous_as(x, x.dtype());
   std::int64_t A = x.numel(), R = 1, B = 1;  // dim < 0: each element is its own dim
   if (dim >= 0) {

@@ -22,7 +22,7 @@ using inplace_fn = std::function<tensor(const tensor& self, std::span<const tens
 template <int = 0>
 void write_through(const tensor& self, const tensor& r, const char* name) {
   const tensor_impl& d = *self.impl();
-  if (!(broadcast_shapes(d.shape, r.shape()) == d.shape))
+  if (!(broadcast_shapes(d.shape, r.shape(), name) == d.shape))
     fail(name, ": the result has shape ", r.shape(), " which does not fit the destination's shape ", d.shape);
   if (is_floating(r.dtype()) && !is_floating(d.dt))
     fail(name, ": a ", r.dtype(), " result cannot be written into a ", d.dt, " tensor in place; convert first");
@@ -54,10 +54,13 @@ void write_through(const tensor& self, const tensor& r, const char* name) {
 /// The new value r of wrapper s, checked and cast to s's shape and dtype.
 template <int = 0>
 tensor fit_result(const tensor& s, tensor r, const char* name) {
-  if (!(broadcast_shapes(s.shape(), r.shape()) == s.shape()))
+  if (!(broadcast_shapes(s.shape(), r.shape(), name) == s.shape()))
     fail(name, ": the result has shape ", r.shape(), " which does not fit the destination's shape ", s.shape());
   if (is_floating(r.dtype()) && !is_floating(s.dtype()))
     fail(name, ": a ", r.dtype(), " result cannot be written into a ", s.dtype(), " tensor in place; convert first");
+  // (a traced shape-only value is written by the replay: see apply_inplace)
+  if (r.device() == meta && s.device() != meta && !tls_trace)
+    fail(name, ": cannot write a meta (shape-only) value into a tensor with data");
   if (r.dtype() != s.dtype()) r = r.to(s.dtype());
   if (!(r.shape() == s.shape())) r = r.expand(s.shape());
   return r;
@@ -67,9 +70,12 @@ tensor fit_result(const tensor& s, tensor r, const char* name) {
 /// view's replay (views are linear, so their vjp embeds a value back into the base's shape).
 template <int = 0>
 std::pair<tensor, tensor> embed_into_base(const view_info& v, const tensor& base, const tensor& r) {
+  // An integer or boolean base is embedded through a float64 copy. The view is replayed on that
+  // copy itself: views do not depend on the dtype, and a round trip through the integer dtype
+  // would cut the vjp (a cast to an integer is not differentiable), losing the write.
   const bool floating = is_floating(base.dtype());
   tensor b = floating ? base : base.to(f64);
-  auto replay = [&](const tensor& x) { return v.replay(floating ? x : x.to(base.dtype())).to(b.dtype()); };
+  auto replay = [&](const tensor& x) { return v.replay(x); };
   auto [val, pullback] = xfunc::vjp(replay, b);
   tensor embedded = std::get<0>(pullback(r.to(b.dtype())));
   tensor covered = std::get<0>(pullback(plain_ones_like(val))) != 0.0;
@@ -98,8 +104,16 @@ void commit(const tensor& s, const tensor& r, const char* name) {
 
 template <int = 0>
 tensor& apply_inplace(tensor& self, std::vector<tensor> others, const char* name, const inplace_fn& compute) {
+  require_defined(self, name);
+  for (const auto& o : others) require_defined(o, name);
   tensor s = strip_dead(self);
   for (auto& o : others) o = strip_dead(o);
+  // The others broadcast against self elementwise, so the result must fit self's shape: checked
+  // on the logical shapes, before any layer (under vmap an unbatched argument's leading dims
+  // could physically line up with the batch dim and pass the physical check).
+  for (const auto& o : others)
+    if (const shape_t r = broadcast_shapes(s.shape(), o.shape(), name); !(r == s.shape()))
+      fail(name, ": the result has shape ", r, " which does not fit the destination's shape ", s.shape());
   std::vector<tensor> all{s};
   all.insert(all.end(), others.begin(), others.end());
   const layer_ptr* top = top_layer_of(all);
@@ -208,6 +222,7 @@ tensor& tensor::zero_() {
 }
 template <int D>
 tensor& tensor::fill_(double v) {
+  if (defined()) detail::check_fill_value(v, dtype(), "xf::fill_");
   return detail::apply_inplace(*this, {}, "xf::fill_", [v](const tensor& s, std::span<const tensor>) {
     return detail::plain_full({}, v, is_floating(s.dtype()) ? s.dtype() : s.dtype() == b8 ? b8 : i64, cpu);
   });

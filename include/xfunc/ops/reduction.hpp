@@ -43,6 +43,15 @@ struct reduce_attrs {
   bool keepdim;
 };
 
+/// An extreme (amax, amin, argmax) over no elements has no value: like torch, it is an error
+/// when a reduced dim is empty, and an empty result when only a kept dim is.
+inline void check_extreme_dims(const tensor& x, const dims_t& dims, const char* name) {
+  for (auto d : dims)
+    if (x.size(d) == 0)
+      fail(name, ": cannot reduce over dim ", d, " of a tensor of shape ", x.shape(),
+           ": it has no elements; reduce over other dims, or check the tensor is not empty first");
+}
+
 /// dims come normalised from the public functions and the rules; a dim the input lacks is a bug.
 inline void check_reduce_dims(const tensor& x, const dims_t& dims) {
   for (auto d : dims)
@@ -175,7 +184,7 @@ struct extreme_op : weighted_reduction_rules<D> {
   using attrs = reduce_attrs;
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
-    if (in[0].numel() == 0) fail(D::name, ": cannot reduce an empty tensor");
+    check_extreme_dims(in[0], a.dims, D::name);
     const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
     return reduce_with<backend::extreme_math<D::is_max>, backend::numeric_types>(in[0], a, dt, dt, D::name);
   }
@@ -212,13 +221,21 @@ struct argmax_op_t {
   static constexpr const char* name = "xf::argmax";
   using attrs = reduce_attrs;  // one dim
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
-    if (in[0].numel() == 0) fail("xf::argmax: cannot reduce an empty tensor");
+    check_extreme_dims(in[0], a.dims, name);
     const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
     return reduce_kernel<backend::numeric_types>(in[0], a.dims, a.keepdim, dt, dtype::int64, name,
                                               [](const auto* p, std::int64_t m) {
+                                                using T = std::remove_cvref_t<decltype(*p)>;
                                                 std::int64_t best = 0;
-                                                for (std::int64_t i = 1; i < m; ++i)
-                                                  if (p[i] > p[best]) best = i;
+                                                for (std::int64_t i = 1; i < m; ++i) {
+                                                  if constexpr (std::is_floating_point_v<T>) {
+                                                    // NaN is the maximum, as in torch: the first one wins
+                                                    if (p[best] != p[best]) break;
+                                                    if (p[i] > p[best] || p[i] != p[i]) best = i;
+                                                  } else if (p[i] > p[best]) {
+                                                    best = i;
+                                                  }
+                                                }
                                                 return best;
                                               });
   }
@@ -325,9 +342,11 @@ struct logsumexp_op_t : weighted_reduction_rules<logsumexp_op> {
 };
 
 /// dims for a full or partial reduction: empty means every dim; a 0-d tensor has none.
-inline dims_t reduction_dims(const tensor& t, const dims_t& dims) {
+/// `fn` names the public function in errors (an undefined tensor, a dim out of range or repeated).
+inline dims_t reduction_dims(const tensor& t, const dims_t& dims, const char* fn) {
+  require_defined(t, fn);
   if (t.dim() == 0) {
-    for (auto d : dims) wrap_dim(d, 0);
+    for (auto d : dims) wrap_dim(d, 0, "dim", fn);
     return {};
   }
   if (dims.empty()) {
@@ -335,20 +354,20 @@ inline dims_t reduction_dims(const tensor& t, const dims_t& dims) {
     std::iota(all.begin(), all.end(), 0);
     return all;
   }
-  return normalize_dims(dims, t.dim());
+  return normalize_dims(dims, t.dim(), fn);
 }
 
 }  // namespace detail
 
 template <int D>
 tensor sum(const tensor& t, const dims_t& dims, bool keepdim) {
-  return detail::call<detail::sum_op>({detail::reduction_dims(t, dims), keepdim}, t);
+  return detail::call<detail::sum_op>({detail::reduction_dims(t, dims, "xf::sum"), keepdim}, t);
 }
 template <int D>
 tensor sum(const tensor& t) { return sum(t, {}, false); }
 template <int D>
 tensor mean(const tensor& t, const dims_t& dims, bool keepdim) {
-  const dims_t nd = detail::reduction_dims(t, dims);
+  const dims_t nd = detail::reduction_dims(t, dims, "xf::mean");
   const std::int64_t n = detail::reduced_count(t.shape(), nd, "xf::mean");
   tensor s = detail::call<detail::sum_op>({nd, keepdim}, is_floating(t.dtype()) ? t : t.to(f32));
   return s / static_cast<double>(n);
@@ -357,33 +376,33 @@ template <int D>
 tensor mean(const tensor& t) { return mean(t, {}, false); }
 template <int D>
 tensor prod(const tensor& t, std::int64_t dim, bool keepdim) {
-  return detail::call<detail::prod_op>({detail::reduction_dims(t, {dim}), keepdim}, t);
+  return detail::call<detail::prod_op>({detail::reduction_dims(t, {dim}, "xf::prod"), keepdim}, t);
 }
 template <int D>
 tensor amax(const tensor& t, const dims_t& dims, bool keepdim) {
-  return detail::call<detail::amax_op>({detail::reduction_dims(t, dims), keepdim}, t);
+  return detail::call<detail::amax_op>({detail::reduction_dims(t, dims, "xf::amax"), keepdim}, t);
 }
 template <int D>
 tensor amin(const tensor& t, const dims_t& dims, bool keepdim) {
-  return detail::call<detail::amin_op>({detail::reduction_dims(t, dims), keepdim}, t);
+  return detail::call<detail::amin_op>({detail::reduction_dims(t, dims, "xf::amin"), keepdim}, t);
 }
 template <int D>
 tensor argmax(const tensor& t, std::int64_t dim, bool keepdim) {
-  return detail::call<detail::argmax_op>({detail::reduction_dims(t, {dim}), keepdim}, t);
+  return detail::call<detail::argmax_op>({detail::reduction_dims(t, {dim}, "xf::argmax"), keepdim}, t);
 }
 template <int D>
 tensor logsumexp(const tensor& t, const dims_t& dims, bool keepdim) {
-  return detail::call<detail::logsumexp_op>({detail::reduction_dims(t, dims), keepdim}, t);
+  return detail::call<detail::logsumexp_op>({detail::reduction_dims(t, dims, "xf::logsumexp"), keepdim}, t);
 }
 template <int D>
 tensor var(const tensor& t, const dims_t& dims, std::int64_t correction, bool keepdim) {
-  const dims_t nd = detail::reduction_dims(t, dims);
+  const dims_t nd = detail::reduction_dims(t, dims, "xf::var");
   const double n = static_cast<double>(detail::reduced_count(t.shape(), nd, "xf::var"));
   tensor centered = t - mean(t, nd, true);
   return sum(square(centered), nd, keepdim) / std::max(n - static_cast<double>(correction), 0.0);
 }
 template <int D>
-tensor norm(const tensor& t) { return detail::call<detail::norm_op>({detail::reduction_dims(t, {}), false}, t); }
+tensor norm(const tensor& t) { return detail::call<detail::norm_op>({detail::reduction_dims(t, {}, "xf::norm"), false}, t); }
 
 }  // namespace xfunc
 
