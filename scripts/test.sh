@@ -15,10 +15,10 @@ if [ "${XFUNC_SKIP_SANITIZERS:-0}" != "1" ]; then
     -DXFUNC_BUILD_BENCHMARKS=OFF -DXFUNC_BUILD_EXAMPLES=OFF
   cmake --build build/asan -j"$jobs"
   (cd build/asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j"$jobs")
-  # the thread tests and the thread pool's under TSan
+  # the thread tests (with the 8-thread stress test) and the thread pool's under TSan
   # (header-only: two test programs do not repay building the kernel library under TSan)
   cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS="-O1 -g0" -DXFUNC_SANITIZE=thread -DXFUNC_BUILD_KERNELS=OFF \
     -DXFUNC_BUILD_BENCHMARKS=OFF -DXFUNC_BUILD_EXAMPLES=OFF
-  cmake --build build/tsan -j"$jobs" --target test_threads test_backend_parallel
-  (cd build/tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R '^(test_threads|test_backend_parallel)$')
+  cmake --build build/tsan -j"$jobs" --target test_threads test_threads_stress test_backend_parallel
+  (cd build/tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R '^(test_threads|test_threads_stress|test_backend_parallel)$')
 fi

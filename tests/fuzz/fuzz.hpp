@@ -352,6 +352,19 @@ inline level_inputs inputs_for(const fuzz_case& c, std::uint64_t seed) {
   return li;
 }
 
+/// The whole stack as one function, with its inputs (for running a case again elsewhere, e.g.
+/// on other threads: inputs_for seeds the process-wide generator, so it runs on one thread).
+struct prepared {
+  fn_t f;
+  std::vector<tensor> xs;
+};
+inline prepared prepare(const fuzz_case& c) {
+  const program& p = c.prog;
+  fn_t f = [p](const std::vector<tensor>& xs) { return p.run(xs); };
+  for (const auto& L : c.stack) f = transformed(L, f);
+  return {f, inputs_for(c, c.input_seed).at.back()};
+}
+
 /// Runs every level's check (and the thread check); the first failure, with its level.
 inline std::optional<std::pair<std::size_t, failure>> run_case(const fuzz_case& c, stats& st, bool threads = true) {
   try {

@@ -114,22 +114,24 @@ struct program {
 };
 
 /// The fuzzer's own custom op and autograd function: x * sin(x) with hand-written rules.
+/// Registering it again replaces the definition (the thread stress test does, concurrently).
+inline auto register_x_sin_x() {
+  auto o = xf::custom_op("fuzz::x_sin_x", [](const tensor& x) { return x * xf::sin(x); });
+  o.register_autograd(
+      [](xf::autograd::context& ctx, const tensor& g) {
+        const tensor x = ctx.saved_tensors()[0];
+        return g * (xf::sin(x) + x * xf::cos(x));
+      },
+      [](xf::autograd::context& ctx, const std::tuple<tensor>& in, const tensor&) {
+        ctx.save_for_backward(std::get<0>(in));
+      });
+  o.register_vmap([](const xf::vmap_info&, const std::array<std::optional<std::int64_t>, 1>& dims, const tensor& x) {
+    return std::pair{x * xf::sin(x), dims[0]};
+  });
+  return o;
+}
 inline auto& x_sin_x_op() {
-  static auto op = [] {
-    auto o = xf::custom_op("fuzz::x_sin_x", [](const tensor& x) { return x * xf::sin(x); });
-    o.register_autograd(
-        [](xf::autograd::context& ctx, const tensor& g) {
-          const tensor x = ctx.saved_tensors()[0];
-          return g * (xf::sin(x) + x * xf::cos(x));
-        },
-        [](xf::autograd::context& ctx, const std::tuple<tensor>& in, const tensor&) {
-          ctx.save_for_backward(std::get<0>(in));
-        });
-    o.register_vmap([](const xf::vmap_info&, const std::array<std::optional<std::int64_t>, 1>& dims, const tensor& x) {
-      return std::pair{x * xf::sin(x), dims[0]};
-    });
-    return o;
-  }();
+  static auto op = register_x_sin_x();
   return op;
 }
 struct softplus_fn : xf::autograd::function<softplus_fn> {
