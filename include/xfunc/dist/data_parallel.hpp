@@ -39,12 +39,17 @@ namespace detail {
 
 // NOTE: [Gradient buckets]
 // average_gradients packs the leaves, in pytree order and per dtype, into buckets of up to
-// bucket_bytes (25 MiB, PyTorch DDP's default) and reduces each bucket with one non-blocking
-// MPI_Iallreduce: bucket k travels while bucket k+1 is packed, and the leaves come back as views
-// of the averaged buckets (no copy out). With the cross-rank check that is 1 + buckets messages
-// for any number of leaves. Under a transform (or make_fx) the leaves go through the all_reduce
-// op instead, one flat tensor per dtype, so the averaging is differentiable and batchable.
+// bucket_bytes (25 MiB, PyTorch DDP's default) and reduces each bucket with one message, and
+// the leaves come back as views of the averaged buckets (no copy out). With the cross-rank check
+// that is 1 + buckets messages for any number of leaves. A small bucket (up to
+// nonblocking_bytes) goes out as a non-blocking MPI_Iallreduce, which travels while the next
+// bucket is packed; a larger one as a blocking MPI_Allreduce, because Open MPI 4.1's
+// non-blocking all-reduce is slower than its tuned blocking one from a few hundred KiB on
+// (1.7-1.8x the time at 64 MiB, measured by bench_distributed; faster below 100 KiB). Under a
+// transform (or make_fx) the leaves go through the all_reduce op instead, one flat tensor per
+// dtype, so the averaging is differentiable and batchable.
 inline constexpr std::int64_t bucket_bytes = std::int64_t{25} << 20;
+inline constexpr std::int64_t nonblocking_bytes = std::int64_t{256} << 10;
 
 struct bucket {
   dtype dt;
@@ -136,6 +141,10 @@ std::vector<tensor> average_leaves(const std::vector<tensor>& leaves, const comm
       }
     }
     if (c.size == 1) continue;
+    if (b.numel * static_cast<std::int64_t>(dtype_size(b.dt)) > nonblocking_bytes) {
+      c.all_reduce(data_of(b.buf), b.numel, b.dt, reduce_op::sum, name);  // (in pieces past 2^30 elements)
+      continue;
+    }
     b.guard = std::make_unique<in_collective>(name);
     check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data_of(b.buf), mpi_count(b.numel, name), mpi_type(b.dt),
                              mpi_op(reduce_op::sum, b.dt), c.comm, &b.req),
