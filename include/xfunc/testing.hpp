@@ -31,6 +31,7 @@ tensor flat_output(const Out& out) {
 
 template <class F, class... T>
 bool gradcheck_impl(bool raise, const tolerances& tol, const F& f, const T&... inputs) {
+  (xfunc::detail::require_defined(inputs, "xf::testing::gradcheck"), ...);
   std::vector<tensor> xs{inputs.to(is_floating(inputs.dtype()) ? f64 : inputs.dtype()).contiguous().clone()...};
   auto flat_f = [&](const std::vector<tensor>& v) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) { return flat_output(f(v[I]...)); }(

@@ -8,6 +8,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <xfunc/testing.hpp>
 #include <xfunc/xfunc.hpp>
 
 namespace xf = xfunc;
@@ -253,4 +254,23 @@ TEST_CASE("logsumexp, softmax, log_softmax with an empty kept dim", "[ops][reduc
   CHECK(lse.shape() == xf::shape_t{2});
   CHECK(std::isinf(lse.select(0, 1).item<double>()));
   CHECK(lse.select(0, 1).item<double>() < 0);
+}
+
+// Found by the fuzzer: the derivatives of prod used an [n, n] intermediate per row, so the
+// gradient of a prod over 60000 elements asked for 28 GB (NOTE: [Products of the others]).
+TEST_CASE("prod's derivatives over long rows: exact with zeros, linear memory", "[ops][reduction][prod]") {
+  for (std::int64_t n : {33, 100, 1025}) {
+    xf::manual_seed(static_cast<std::uint64_t>(n));
+    xf::tensor x = 0.9 + 0.2 * xf::rand({2, n}, xf::f64);
+    x.select(0, 1).select(0, 3).fill_(0.0);  // one zero in row 1
+    const xf::tensor g = xf::grad([](const xf::tensor& v) { return xf::sum(xf::prod(v, 1)); })(x);
+    CHECK(xf::allclose(g.select(0, 0), xf::prod(x.select(0, 0), 0) / x.select(0, 0), 1e-10, 1e-14));
+    xf::tensor ones_at_zero = x.select(0, 1).clone();
+    ones_at_zero.select(0, 3).fill_(1.0);
+    CHECK(g.select(0, 1).select(0, 3).item<double>() == Approx(xf::prod(ones_at_zero, 0).item<double>()).epsilon(1e-12));
+    CHECK(g.select(0, 1).select(0, 4).item<double>() == 0.0);
+    if (n <= 100) CHECK(xf::testing::gradgradcheck([](const xf::tensor& v) { return xf::prod(v, 1); }, x));
+  }
+  const xf::tensor big = xf::tanh(xf::rand({60000}, xf::f64));
+  CHECK(xf::grad([](const xf::tensor& v) { return xf::prod(v, 0); })(big).shape() == xf::shape_t{60000});
 }

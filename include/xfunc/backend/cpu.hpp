@@ -213,7 +213,7 @@ tensor unary(const tensor& x, dtype compute, dtype out_dt, const F& f) {
 /// invalid (its element count or bytes do not fit: NOTE: [Checked shape arithmetic]).
 template <class Types, class F>
 tensor binary(const tensor& a, const tensor& b, dtype compute, dtype out_dt, const F& f, const char* fn) {
-  shape_t shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape());
+  shape_t shape = a.shape() == b.shape() ? a.shape() : broadcast_shapes(a.shape(), b.shape(), fn);
   if (a.device() == meta || b.device() == meta) return meta_like(shape, out_dt, fn);
   tensor out = empty_dense(shape, out_dt, cpu, fn);
   Types::visit(compute, [&](auto tag) {

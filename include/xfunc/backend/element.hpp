@@ -4,6 +4,8 @@
 // calls it on xsimd registers and on single values for the tail (backend::map_elements in
 // backend/cpu.hpp), a GPU backend on single values in device code.
 #include <cmath>
+#include <cstddef>
+#include <limits>
 #include <type_traits>
 
 #include <xsimd/xsimd.hpp>
@@ -96,8 +98,27 @@ XFUNC_ELEMENT_UNARY(erf)
     else return std::name(a, b);                                      \
   }
 XFUNC_ELEMENT_BINARY(pow)
-XFUNC_ELEMENT_BINARY(atan2)
 #undef XFUNC_ELEMENT_BINARY
+
+/// atan2(a, b) as std::atan2 (and torch) gives it: xsimd's returns NaN where both are zero or
+/// both infinite, so a register with such a lane is computed lane by lane (rare: no cost otherwise).
+template <class X>
+XFUNC_ELEMENT_FN X atan2(const X& a, const X& b) {
+  if constexpr (backend::is_simd<X>::value) {
+    using T = value_t<X>;
+    const X inf(std::numeric_limits<T>::infinity());
+    const auto both_zero = (a == X(T(0))) & (b == X(T(0)));
+    const auto both_inf = (xsimd::abs(a) == inf) & (xsimd::abs(b) == inf);
+    if (!xsimd::any(both_zero | both_inf)) return xsimd::atan2(a, b);
+    alignas(64) T ya[X::size], xa[X::size];
+    a.store_unaligned(ya);
+    b.store_unaligned(xa);
+    for (std::size_t k = 0; k < X::size; ++k) ya[k] = std::atan2(ya[k], xa[k]);
+    return X::load_unaligned(ya);
+  } else {
+    return std::atan2(a, b);
+  }
+}
 
 /// a or b, element by element (|| for values, | for xsimd masks).
 template <class C>

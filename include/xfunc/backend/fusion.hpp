@@ -139,7 +139,7 @@ tensor defer_binary(const tensor& a, const tensor& b, dtype dt) {
   const bool a_scalar = na == 1 && nb > 1, b_scalar = nb == 1 && na > 1;
   const tensor& big = a_scalar ? b : a;
   const shape_t& shape = big.shape();
-  if (!(broadcast_shapes(a.shape(), b.shape()) == shape)) return {};
+  if (!(broadcast_shapes(a.shape(), b.shape(), D::name) == shape)) return {};
   if (!deferrable_operand(big, shape, dt)) return {};
   const tensor& small = a_scalar ? a : b;
   if ((a_scalar || b_scalar) && !(small.impl()->is_dense() && small.impl()->dev == cpu)) return {};  // e.g. meta

@@ -307,24 +307,34 @@ inline shape_t contiguous_strides(const shape_t& s) {
   check_shape(s, "xf", 0, &st);
   return st;
 }
-/// Normalises a possibly negative dim against `rank` (dims of a rank-r tensor are [-r, r)).
-inline std::int64_t wrap_dim(std::int64_t d, std::int64_t rank, const char* what = "dim") {
+/// Normalises a possibly negative dim against `rank` (dims of a rank-r tensor are [-r, r); a 0-d
+/// tensor takes -1 and 0, as in torch); `fn` names the call in the message.
+inline std::int64_t wrap_dim(std::int64_t d, std::int64_t rank, const char* what = "dim", const char* fn = "xf") {
   std::int64_t r = std::max<std::int64_t>(rank, 1);
   if (d < -r || d >= r)
-    fail("xf: ", what, " ", d, " is out of range for a tensor of ", rank,
+    fail(fn, ": ", what, " ", d, " is out of range for a tensor of ", rank,
          " dimensions (expected a value in [", -r, ", ", r - 1, "])");
   return d < 0 ? d + r : d;
 }
-/// NumPy broadcasting of two shapes; throws naming both shapes on mismatch.
-inline shape_t broadcast_shapes(const shape_t& a, const shape_t& b) {
+/// Normalises the position of a new dimension inserted into a tensor of `rank` dims (unsqueeze,
+/// stack, vmap's out_dim): [-(rank + 1), rank].
+inline std::int64_t wrap_new_dim(std::int64_t d, std::int64_t rank, const char* what, const char* fn) {
+  const std::int64_t r = rank + 1;
+  if (d < -r || d >= r)
+    fail(fn, ": ", what, " ", d, " is out of range for inserting a dimension into a tensor of ", rank,
+         " dimensions (expected a value in [", -r, ", ", r - 1, "])");
+  return d < 0 ? d + r : d;
+}
+/// NumPy broadcasting of two shapes; throws naming both shapes (and `fn`, the call) on mismatch.
+inline shape_t broadcast_shapes(const shape_t& a, const shape_t& b, const char* fn = "xf") {
   std::size_t n = std::max(a.size(), b.size());
   shape_t out(n);
   for (std::size_t i = 0; i < n; ++i) {
     std::int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
     std::int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
     if (x != y && x != 1 && y != 1)
-      fail("xf: shapes ", a, " and ", b, " cannot be broadcast together (dimension ", i, ": ", x,
-           " vs ", y, ")");
+      fail(fn, ": shapes ", a, " and ", b, " cannot be broadcast together (dimension ", i, ": ", x, " vs ", y,
+           "); each dimension must be equal or 1 in one of them");
     out[i] = x == 1 ? y : x;
   }
   return out;

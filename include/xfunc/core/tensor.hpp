@@ -347,7 +347,7 @@ struct tensor_impl {
 /// here (NOTE: [Checked shape arithmetic]); `fn` names the op in the message ("shape").
 inline std::shared_ptr<tensor_impl> make_dense_impl(const shape_t& s, dtype dt, device dev, const char* fn = "xf") {
   if (dev.kind == device_kind::cuda)
-    fail("xf: the cuda device is not available in this build (CPU and meta only); use xf::cpu");
+    fail(fn, ": the cuda device is not available in this build (CPU and meta only); use xf::cpu");
   auto impl = make_pooled<tensor_impl>();
   impl->dt = dt;
   impl->dev = dev;
@@ -407,12 +407,25 @@ tensor::tensor(std::initializer_list<std::initializer_list<std::initializer_list
 inline void tensor::check_defined() const {
   if (!impl_) detail::fail("xf: operation on an undefined tensor (default-constructed xf::tensor); assign it first");
 }
+namespace detail {
+/// Throws, naming the call `fn`, when t is undefined (a default-constructed xf::tensor): public
+/// functions check their arguments before they read a shape, so the message says whose they are.
+[[noreturn]] inline void fail_undefined(const char* fn) {
+  fail(fn, ": operation on an undefined tensor (a default-constructed xf::tensor); assign it a value first");
+}
+inline void require_defined(const tensor& t, const char* fn) {
+  if (!t.defined()) [[unlikely]] fail_undefined(fn);
+}
+}  // namespace detail
 inline const shape_t& tensor::shape() const {
   check_defined();
   return impl_->shape;
 }
 inline std::int64_t tensor::size(std::int64_t d) const {
-  return shape()[static_cast<std::size_t>(detail::wrap_dim(d, dim()))];
+  detail::require_defined(*this, "xf::tensor::size");
+  if (dim() == 0)  // (wrap_dim accepts -1 and 0 for a 0-d tensor, which has no extent to return)
+    detail::fail("xf::tensor::size: dim ", d, " of a 0-d tensor, which has no dimensions; use numel() or shape()");
+  return shape()[static_cast<std::size_t>(detail::wrap_dim(d, dim(), "dim", "xf::tensor::size"))];
 }
 inline dtype tensor::dtype() const {
   check_defined();

@@ -15,6 +15,8 @@ namespace xfunc {
 namespace detail {
 /// The plain value behind grad and dual wrappers; batched values have none ("data-dependent").
 inline const tensor& concrete_value(const tensor& t, const char* what) {
+  if (!t.defined())
+    fail("xf: ", what, ": operation on an undefined tensor (a default-constructed xf::tensor); assign it a value first");
   const tensor* p = &t;
   while (!p->impl()->is_dense()) {
     refresh_view(*p);
@@ -32,7 +34,6 @@ inline const tensor& concrete_value(const tensor& t, const char* what) {
 
 template <class T>
 T tensor::item() const {
-  check_defined();
   const tensor& v = detail::concrete_value(*this, "item()");
   if (v.numel() != 1)
     detail::fail("xf: item() needs a tensor with exactly one element, got shape ", v.shape());
@@ -45,12 +46,12 @@ T tensor::item() const {
 }
 
 inline tensor tensor::to(xfunc::device d) const {
-  check_defined();
+  detail::require_defined(*this, "xf::to");
   if (d == device()) return *this;
   if (d.kind == device_kind::cuda)
-    detail::fail("xf: the cuda device is not available in this build (CPU and meta only)");
+    detail::fail("xf::to: the cuda device is not available in this build (CPU and meta only); use xf::cpu");
   if (d == meta) return detail::empty_dense(shape(), dtype(), meta);
-  detail::fail("xf: a meta tensor has no data to move to ", d, "; create the tensor on that device instead");
+  detail::fail("xf::to: a meta tensor has no data to move to ", d, "; create the tensor on that device instead");
 }
 
 /// Copies any xtensor expression into a new tensor (dtype from its value type).

@@ -279,13 +279,18 @@ tensor functional_rule(const layer_ptr& L, std::span<const tensor> in, const typ
 struct top_layer_t {
   const layer_ptr* layer = nullptr;
   bool any_dead = false;
+  bool any_undefined = false;  // an argument is a default-constructed tensor (an error)
 };
 inline top_layer_t find_top_layer(std::span<const tensor> in) {
   top_layer_t top;
   std::uint64_t top_level = 0;
   for (const auto& t : in) {
     const tensor_impl* p = t.impl();
-    if (!p || p->is_dense()) continue;
+    if (!p) [[unlikely]] {
+      top.any_undefined = true;
+      continue;
+    }
+    if (p->is_dense()) continue;
     if (!p->is_live_wrapper()) [[unlikely]] {
       top.any_dead = true;
       continue;
@@ -308,7 +313,8 @@ inline const layer_ptr* top_layer_of(std::span<const tensor> in) { return find_t
 // which lands on the layers below.
 template <class Op>
 tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
-  const auto [top, any_dead] = find_top_layer(in);
+  const auto [top, any_dead, any_undefined] = find_top_layer(in);
+  if (any_undefined) [[unlikely]] fail_undefined(Op::name);
   if (any_dead) [[unlikely]] {
     tensor_list stripped(in.begin(), in.end());
     for (auto& t : stripped) t = strip_dead(t);

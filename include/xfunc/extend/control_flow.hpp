@@ -336,6 +336,7 @@ const map_op_t<R, Xs...>& map_op() {
 struct map_fn {
   template <class F, class... Xs>
   auto operator()(const F& fn, const Xs&... xs) const {
+    (tree_for_each(xs, [](const tensor& t) { require_defined(t, "xf::map"); }), ...);
     using R = std::remove_cvref_t<std::invoke_result_t<const F&, const Xs&...>>;
     return map_op<R, Xs...>()(std::function<R(const Xs&...)>(std::cref(fn)), xs...);
   }
@@ -380,6 +381,8 @@ const scan_op_t<C, X, Y>& scan_op() {
 struct scan_fn {
   template <class F, class C, class X>
   auto operator()(const F& fn, const C& init, const X& xs) const {
+    tree_for_each(init, [](const tensor& t) { require_defined(t, "xf::scan"); });
+    tree_for_each(xs, [](const tensor& t) { require_defined(t, "xf::scan"); });
     using FR = std::remove_cvref_t<std::invoke_result_t<const F&, const C&, const X&>>;
     using Y = std::remove_cvref_t<std::tuple_element_t<1, FR>>;
     scan_body<C, X, Y> body = [&fn](const C& c, const X& x) {
@@ -482,6 +485,7 @@ const while_op_t<C>& while_op() {
 struct while_loop_fn {
   template <class CF, class BF, class C>
   C operator()(const CF& cond_f, const BF& body_f, const C& carry) const {
+    tree_for_each(carry, [](const tensor& t) { require_defined(t, "xf::while_loop"); });
     return while_op<C>()(std::function<tensor(const C&)>(std::cref(cond_f)),
                          std::function<C(const C&)>([&body_f](const C& c) { return C(body_f(c)); }), carry);
   }

@@ -295,6 +295,25 @@ class custom_op_handle<R(P...)> {
   R operator()(P... args) const {
     const def_t* d = def();
     values_t values{std::forward<P>(args)...};  // moves by-value arguments, copies references
+    // a Tensor (or Tensor[]) argument must be defined; an empty Tensor? is an undefined tensor
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (
+          [&] {
+            constexpr auto k = detail::op_args<P...>::template kind<I>;
+            const auto& a = std::get<I>(values);
+            if constexpr (k == detail::schema::arg_kind::tensor || k == detail::schema::arg_kind::mutable_tensor) {
+              if (!a.defined())
+                detail::fail(d->name, ": argument ", I, " is an undefined tensor (a default-constructed xf::tensor); "
+                             "pass a tensor, or declare the parameter std::optional<xf::tensor> (Tensor?)");
+            } else if constexpr (k == detail::schema::arg_kind::tensor_list) {
+              for (const auto& t : a)
+                if (!t.defined())
+                  detail::fail(d->name, ": argument ", I, " holds an undefined tensor (a default-constructed xf::tensor); "
+                               "every tensor of a Tensor[] must be defined");
+            }
+          }(),
+          ...);
+    }(std::index_sequence_for<P...>{});
     // no wrapper among the arguments and no trace: the kernel straight away, below every layer
     if (!detail::tls_trace) {
       bool plain = true, on_meta = false;
@@ -387,6 +406,7 @@ class custom_op_handle<R(P...)> {
     } else {
       R r = std::apply(d.fn, values);
       if constexpr (std::is_same_v<R, tensor>) {  // checked in place: no list of the inputs
+        if (!r.defined()) detail::fail_undefined_output(d.name, 0);
         std::size_t i = 0;
         detail::op_args<P...>::for_each_tensor(
             values, [&](const tensor& t, std::size_t, bool) { detail::check_output_not_input(d.name, t, i++, r, 0); });

@@ -85,6 +85,11 @@ struct hide_all_layers {
 inline bool aliases(const tensor& a, const tensor& b) {
   return a.defined() && b.defined() && (a.impl() == b.impl() || same_storage(a, b));
 }
+/// A kernel that returned a default-constructed tensor as its output k.
+[[noreturn]] inline void fail_undefined_output(const std::string& name, std::size_t k) {
+  fail(name, ": the kernel returned an undefined tensor as output ", k,
+       " (a default-constructed xf::tensor); every output must be a new tensor");
+}
 /// Output k of a custom op may not be, or share memory with, its input i.
 inline void check_output_not_input(const std::string& name, const tensor& input, std::size_t i, const tensor& out,
                                    std::size_t k) {
@@ -100,6 +105,7 @@ inline void check_output_not_input(const std::string& name, std::span<const tens
 /// A custom op's outputs may not be, or share memory with, an input or another output.
 inline void check_no_alias(const std::string& name, std::span<const tensor> in, const tensor_list& outs) {
   for (std::size_t k = 0; k < outs.size(); ++k) {
+    if (!outs[k].defined()) fail_undefined_output(name, k);
     check_output_not_input(name, in, outs[k], k);
     for (std::size_t j = 0; j < k; ++j)
       if (aliases(outs[k], outs[j]))
@@ -597,7 +603,9 @@ tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in) {
 
 template <int D>
 tensor_list dispatch_dyn(const dyn_call_ptr& c, std::span<const tensor> in) {
-  const auto [top, any_dead] = find_top_layer(in);
+  // (undefined tensors are the empty optionals of Tensor? parameters here; custom_op checks the rest)
+  const auto [top, any_dead, any_undefined] = find_top_layer(in);
+  (void)any_undefined;
   if (any_dead) {
     tensor_list stripped(in.begin(), in.end());
     for (auto& t : stripped) t = strip_dead(t);

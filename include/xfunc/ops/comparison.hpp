@@ -104,7 +104,7 @@ struct logical_not_op_t {
 
 /// A double compared with a tensor keeps the tensor's dtype (integers compare exactly).
 inline tensor compare_scalar(double v, const tensor& t) {
-  return is_floating(t.dtype()) ? scalar_like(v, t) : scalar(v);
+  return t.defined() && is_floating(t.dtype()) ? scalar_like(v, t) : scalar(v);  // (undefined: the op says so)
 }
 }  // namespace detail
 

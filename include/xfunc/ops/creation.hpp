@@ -28,6 +28,7 @@ tensor factory_node(const char* op, device dev, Make make) {
 
 /// A plain tensor of `shape` filled with v; `fn` (the factory) names the call in errors.
 inline tensor fill_now(const shape_t& shape, double v, dtype dt, device dev, const char* fn) {
+  check_fill_value(v, dt, fn);
   tensor t = empty_dense(shape, dt, dev, fn);  // checks the shape (NOTE: [Checked shape arithmetic])
   if (dev == cpu)
     visit_dtype(dt, [&](auto tag) {
@@ -117,6 +118,7 @@ inline tensor plain_ones_like(const tensor& t) { return filled(t.shape(), 1.0, t
 /// A tensor like t filled with v: t's physical shape, batched where t is, lifted to the grad,
 /// jvp and functionalize layers on the stack (NOTE: [Tensors created inside transforms]).
 inline tensor filled_like(const tensor& t, double v, const char* op) {
+  require_defined(t, op);
   const tensor s = strip_dead(t);
   if (s.impl()->is_dense() && current_stack().layers.empty()) return filled(s.shape(), v, s.dtype(), s.device(), op);
   return lift_created(filled(dense_of(s)->shape, v, s.dtype(), s.device(), op), batch_entries_of(s));
@@ -153,6 +155,10 @@ inline tensor arange(double start, double end, double step, dtype dt, device dev
                  std::isnan(len) ? "is not a number; start, end and step must be finite"
                                  : "has more elements than int64_t can hold; use a smaller range or a larger step");
   const auto n = static_cast<std::int64_t>(std::max(0.0, len));
+  if (n > 0) {  // the first and last values must be representable in dt (int64: no overflow)
+    detail::check_fill_value(start, dt, "xf::arange");
+    detail::check_fill_value(start + static_cast<double>(n - 1) * step, dt, "xf::arange");
+  }
   return detail::lift_created(detail::factory_node("xf::arange", dev, [n, start, step, dt](device d) {
     tensor t = detail::empty_dense({n}, dt, d, "xf::arange");
     if (d == cpu)
@@ -166,6 +172,8 @@ inline tensor arange(double start, double end, double step, dtype dt, device dev
 }
 inline tensor arange(std::int64_t end) { return arange(0.0, static_cast<double>(end), 1.0, i64, cpu); }
 inline tensor linspace(double a, double b, std::int64_t n, dtype dt, device dev) {
+  detail::check_fill_value(a, dt, "xf::linspace");
+  detail::check_fill_value(b, dt, "xf::linspace");
   return detail::lift_created(detail::factory_node("xf::linspace", dev, [a, b, n, dt](device d) {
     tensor t = detail::empty_dense({n}, dt, d, "xf::linspace");  // a negative n throws ("shape")
     if (d == cpu)
@@ -192,11 +200,13 @@ inline tensor full_like(const tensor& t, double v) { return detail::filled_like(
 // then made like t (batched where t is) by adding t's zeros.
 template <int D>
 tensor rand_like(const tensor& t) {
+  detail::require_defined(t, "xf::rand_like");
   const tensor r = rand(t.shape(), t.dtype(), t.device());
   return detail::current_stack().layers.empty() ? r : add(r, zeros_like(t));
 }
 template <int D>
 tensor randn_like(const tensor& t) {
+  detail::require_defined(t, "xf::randn_like");
   const tensor r = randn(t.shape(), t.dtype(), t.device());
   return detail::current_stack().layers.empty() ? r : add(r, zeros_like(t));
 }

@@ -11,6 +11,7 @@ namespace xfunc {
 namespace detail {
 
 inline void check_index_tensor(const tensor& index, const char* op) {
+  require_defined(index, op);
   if (index.dtype() != dtype::int64) fail(op, ": index must be an int64 tensor, got ", index.dtype());
 }
 
@@ -144,15 +145,17 @@ struct index_select_op_t {
 
 template <int D>
 tensor index_select(const tensor& t, std::int64_t dim, const tensor& index) {
+  detail::require_defined(t, "xf::index_select");
   detail::check_index_tensor(index, "xf::index_select");
   if (index.dim() > 1) detail::fail("xf::index_select: index must be 0-d or 1-d, got shape ", index.shape());
-  const std::int64_t d = detail::wrap_dim(dim, t.dim());
+  const std::int64_t d = detail::wrap_dim(dim, t.dim(), "dim", "xf::index_select");
   return detail::call<detail::index_select_op>({d}, t, index.dim() == 0 ? index.reshape({1}) : index);
 }
 template <int D>
 tensor gather(const tensor& t, std::int64_t dim, const tensor& index) {
+  detail::require_defined(t, "xf::gather");
   detail::check_index_tensor(index, "xf::gather");
-  return detail::call<detail::gather_op>({detail::wrap_dim(dim, t.dim())}, t, index);
+  return detail::call<detail::gather_op>({detail::wrap_dim(dim, t.dim(), "dim", "xf::gather")}, t, index);
 }
 
 }  // namespace xfunc

@@ -74,6 +74,8 @@ namespace detail {
 /// matmul, for matmul and the named products (`fn` names the call in errors).
 template <int = 0>
 tensor matmul_as(const tensor& a, const tensor& b, const char* fn) {
+  require_defined(a, fn);
+  require_defined(b, fn);
   if (a.dim() == 0 || b.dim() == 0)
     fail(fn, ": both arguments need at least one dimension (got ", a.dim(), " and ", b.dim(), "); use mul for scalars");
   tensor a2 = a.dim() == 1 ? a.unsqueeze(0) : a;
@@ -81,7 +83,7 @@ tensor matmul_as(const tensor& a, const tensor& b, const char* fn) {
   const std::int64_t n = a2.size(-2), k = a2.size(-1), k2 = b2.size(-2), m = b2.size(-1);
   if (k != k2) fail(fn, ": shapes ", a.shape(), " and ", b.shape(), " cannot be multiplied (", k, " != ", k2, ")");
   shape_t ba(a2.shape().begin(), a2.shape().end() - 2), bb(b2.shape().begin(), b2.shape().end() - 2);
-  shape_t batch = broadcast_shapes(ba, bb);
+  shape_t batch = broadcast_shapes(ba, bb, fn);
   // The result and both operands broadcast to the batch must have counts and bytes that fit
   // (NOTE: [Checked shape arithmetic]); checked here so that the error names this call.
   const dtype dt = promote(a.dtype(), b.dtype()) == dtype::boolean ? dtype::int64 : promote(a.dtype(), b.dtype());
@@ -107,12 +109,16 @@ template <int D>
 tensor matmul(const tensor& a, const tensor& b) { return detail::matmul_as(a, b, "xf::matmul"); }
 template <int D>
 tensor dot(const tensor& a, const tensor& b) {
+  detail::require_defined(a, "xf::dot");
+  detail::require_defined(b, "xf::dot");
   if (a.dim() != 1 || b.dim() != 1)
     detail::fail("xf::dot: expects two 1-d tensors, got shapes ", a.shape(), " and ", b.shape());
   return detail::matmul_as(a, b, "xf::dot");
 }
 template <int D>
 tensor outer(const tensor& a, const tensor& b) {
+  detail::require_defined(a, "xf::outer");
+  detail::require_defined(b, "xf::outer");
   if (a.dim() != 1 || b.dim() != 1)
     detail::fail("xf::outer: expects two 1-d tensors, got shapes ", a.shape(), " and ", b.shape());
   detail::check_shape({a.size(0), b.size(0)}, "xf::outer", dtype_size(promote(a.dtype(), b.dtype())));
@@ -120,18 +126,24 @@ tensor outer(const tensor& a, const tensor& b) {
 }
 template <int D>
 tensor mm(const tensor& a, const tensor& b) {
+  detail::require_defined(a, "xf::mm");
+  detail::require_defined(b, "xf::mm");
   if (a.dim() != 2 || b.dim() != 2)
     detail::fail("xf::mm: expects two 2-d tensors, got shapes ", a.shape(), " and ", b.shape());
   return detail::matmul_as(a, b, "xf::mm");
 }
 template <int D>
 tensor mv(const tensor& a, const tensor& b) {
+  detail::require_defined(a, "xf::mv");
+  detail::require_defined(b, "xf::mv");
   if (a.dim() != 2 || b.dim() != 1)
     detail::fail("xf::mv: expects a 2-d and a 1-d tensor, got shapes ", a.shape(), " and ", b.shape());
   return detail::matmul_as(a, b, "xf::mv");
 }
 template <int D>
 tensor bmm(const tensor& a, const tensor& b) {
+  detail::require_defined(a, "xf::bmm");
+  detail::require_defined(b, "xf::bmm");
   if (a.dim() != 3 || b.dim() != 3 || a.size(0) != b.size(0))
     detail::fail("xf::bmm: expects two 3-d tensors with the same batch size, got shapes ", a.shape(), " and ",
                  b.shape());

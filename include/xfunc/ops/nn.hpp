@@ -63,34 +63,43 @@ struct log_softmax_op_t : normalize_op<log_softmax_op, backend::normalization::l
   }
 };
 
-inline normalize_attrs normalize_dim(const tensor& t, std::int64_t dim) {
+inline normalize_attrs normalize_dim(const tensor& t, std::int64_t dim, const char* fn) {
+  require_defined(t, fn);
   if (t.dim() == 0) {
-    wrap_dim(dim, 0);  // -1 and 0 are the dims of a 0-d tensor
+    wrap_dim(dim, 0, "dim", fn);  // -1 and 0 are the dims of a 0-d tensor
     return {-1};
   }
-  return {wrap_dim(dim, t.dim())};
+  return {wrap_dim(dim, t.dim(), "dim", fn)};
 }
 }  // namespace detail
 
 template <int D>
 tensor softmax(const tensor& t, std::int64_t dim) {
-  return detail::call<detail::softmax_op>(detail::normalize_dim(t, dim), t);
+  return detail::call<detail::softmax_op>(detail::normalize_dim(t, dim, "xf::softmax"), t);
 }
 template <int D>
 tensor log_softmax(const tensor& t, std::int64_t dim) {
-  return detail::call<detail::log_softmax_op>(detail::normalize_dim(t, dim), t);
+  return detail::call<detail::log_softmax_op>(detail::normalize_dim(t, dim, "xf::log_softmax"), t);
 }
 
 /// Mean negative log-likelihood of integer class `target` under `logits` ([N, C] with target
 /// [N], or [C] with a 0-d target).
 template <int D>
 tensor cross_entropy(const tensor& logits, const tensor& target) {
+  detail::require_defined(logits, "xf::cross_entropy");
+  detail::require_defined(target, "xf::cross_entropy");
   if (target.dtype() != i64)
     detail::fail("xf::cross_entropy: target must hold int64 class indices, got dtype ", target.dtype());
-  if (logits.dim() != target.dim() + 1 || logits.dim() > 2)
+  if (logits.dim() != target.dim() + 1 || logits.dim() > 2 || (target.dim() == 1 && target.size(0) != logits.size(0)))
     detail::fail("xf::cross_entropy: expects logits [N, C] with target [N] (or [C] with a 0-d target), got shapes ",
                  logits.shape(), " and ", target.shape());
-  tensor picked = gather(log_softmax(logits, -1), -1, target.unsqueeze(-1)).squeeze(-1);
+  tensor picked;
+  try {
+    picked = gather(log_softmax(logits, -1), -1, target.unsqueeze(-1)).squeeze(-1);
+  } catch (const error& e) {  // a class index out of range, found by gather's kernel: say whose it is
+    detail::fail("xf::cross_entropy: a target class index is out of range for ", logits.size(-1),
+                 " classes; class indices must be in [0, ", logits.size(-1), ") (", e.what(), ")");
+  }
   return -mean(picked);
 }
 template <int D>
@@ -98,6 +107,21 @@ tensor mse_loss(const tensor& a, const tensor& b) { return mean(square(a - b)); 
 /// x · wᵀ + b (b may be undefined: no bias).
 template <int D>
 tensor linear(const tensor& x, const tensor& w, const tensor& b) {
+  detail::require_defined(x, "xf::linear");
+  detail::require_defined(w, "xf::linear");
+  if (w.dim() != 2)
+    detail::fail("xf::linear: the weight must be a 2-d [out_features, in_features] tensor, got shape ", w.shape(),
+                 "; reshape it (a 1-d weight w is w.unsqueeze(0))");
+  if (x.dim() == 0 || x.size(-1) != w.size(1))
+    detail::fail("xf::linear: input of shape ", x.shape(), " and weight of shape ", w.shape(),
+                 " cannot be multiplied (the input's last dimension must equal the weight's in_features, ", w.size(1), ")");
+  if (b.defined()) {  // the bias broadcasts against the result [..., out_features]
+    shape_t out = x.shape();
+    out[out.size() - 1] = w.size(0);
+    if (!(detail::broadcast_shapes(out, b.shape(), "xf::linear") == out))
+      detail::fail("xf::linear: a bias of shape ", b.shape(), " does not fit the result's shape ", out,
+                   "; use a bias of shape [", w.size(0), "]");
+  }
   if (x.dim() >= 1 && w.dim() == 2) {  // the result [..., out] must fit (NOTE: [Checked shape arithmetic])
     shape_t out = x.shape();
     out[out.size() - 1] = w.size(0);

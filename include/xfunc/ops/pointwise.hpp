@@ -1,5 +1,6 @@
 #pragma once
 // Pointwise ops: each with its kernel, derivative (used by both vjp and jvp) and batch rule.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -369,10 +370,11 @@ struct maximum_op_t : pointwise_binary<maximum_op> {
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
   static constexpr auto fn = [](const auto& a, const auto& b) { return element::maximum(a, b); };
-  // ties split the gradient evenly, as torch does
+  // as torch: ties split the gradient evenly, and a NaN on either side passes it to both
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) {
-    tensor da = (a > b).to(promote(a.dtype(), b.dtype())) + 0.5 * (a == b).to(promote(a.dtype(), b.dtype()));
-    return {da, 1.0 - da};
+    const dtype dt = promote(a.dtype(), b.dtype());
+    const tensor half = 0.5 * (a == b).to(dt);
+    return {1.0 - (a < b).to(dt) - half, 1.0 - (a > b).to(dt) - half};
   }
 };
 template <class = void>
@@ -384,9 +386,11 @@ struct minimum_op_t : pointwise_binary<minimum_op> {
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
   static constexpr auto fn = [](const auto& a, const auto& b) { return element::minimum(a, b); };
+  // as torch: ties split the gradient evenly, and a NaN on either side passes it to both
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) {
-    tensor da = (a < b).to(promote(a.dtype(), b.dtype())) + 0.5 * (a == b).to(promote(a.dtype(), b.dtype()));
-    return {da, 1.0 - da};
+    const dtype dt = promote(a.dtype(), b.dtype());
+    const tensor half = 0.5 * (a == b).to(dt);
+    return {1.0 - (a > b).to(dt) - half, 1.0 - (a < b).to(dt) - half};
   }
 };
 template <class = void>
@@ -419,6 +423,7 @@ struct pow_scalar_op_t {
     return backend::unary<backend::floating_types>(in[0], c, c, [p = a.p](const auto& x) { return element::pow(x, element::lit(x, p)); });
   }
   static tensor derivative(const tensor& x, const attrs& a) {
+    if (a.p == 0.0) return plain_zeros_like(x);  // x^0 is constant: 0 everywhere, also at x = 0 (as torch)
     if (a.p == 2.0) return 2.0 * x;
     return a.p * pow(x, a.p - 1.0);
   }
@@ -446,9 +451,11 @@ struct clamp_op_t {
   };
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const dtype c = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-    return backend::unary<backend::numeric_types>(in[0], c, c, [a](const auto& x) {  // NaN stays NaN
+    // a NaN bound makes every element NaN, as in torch (only floating tensors get here with one)
+    const bool nan_bound = std::isnan(a.lo) || std::isnan(a.hi);
+    return backend::unary<backend::numeric_types>(in[0], c, c, [a, nan_bound](const auto& x) {  // NaN stays NaN
       const auto lo = element::lit(x, a.lo), hi = element::lit(x, a.hi);
-      return element::select(x < lo, lo, element::select(hi < x, hi, x));
+      return nan_bound ? element::lit(x, a.lo + a.hi) : element::select(x < lo, lo, element::select(hi < x, hi, x));
     });
   }
   static tensor mask(const tensor& x, const attrs& a) {
@@ -478,7 +485,7 @@ struct where_op_t {
   static tensor kernel(std::span<const tensor> in, const attrs&) {
     const tensor &c = in[0], &a = in[1], &b = in[2];
     const dtype dt = promote(a.dtype(), b.dtype());
-    shape_t shape = broadcast_shapes(broadcast_shapes(c.shape(), a.shape()), b.shape());
+    shape_t shape = broadcast_shapes(broadcast_shapes(c.shape(), a.shape(), name), b.shape(), name);
     if (c.device() == meta || a.device() == meta || b.device() == meta) return backend::meta_like(shape, dt, name);
     check_shape(shape, name, dtype_size(dt));  // before the operands are broadcast to it
     return backend::where(c, a, b, shape, dt, name);
@@ -507,6 +514,7 @@ struct where_op_t {
 // happens on the logical tensors, before any transform layer, so vmap and a loop agree.
 template <int = 0>
 tensor zero_dim_operand(const tensor& z, const tensor& other) {
+  if (!z.defined() || !other.defined()) [[unlikely]] return z;  // the op's dispatch names the error
   return z.dim() == 0 && other.dim() > 0 && z.dtype() == dtype::float64 && other.dtype() == dtype::float32
              ? z.to(dtype::float32)
              : z;
@@ -578,6 +586,14 @@ tensor where(const tensor& cond, const tensor& a, const tensor& b) {
 template <int D>
 tensor clamp(const tensor& t, double lo, double hi) {
   if (lo > hi) detail::fail("xf::clamp: lo (", lo, ") must not exceed hi (", hi, ")");
+  detail::require_defined(t, "xf::clamp");
+  if (!is_floating(t.dtype())) {  // the bounds become int64 values: NaN has none, the rest saturate
+    if (std::isnan(lo) || std::isnan(hi))
+      detail::fail("xf::clamp: a NaN bound for a ", t.dtype(), " tensor, which cannot hold NaN; convert the tensor "
+                   "with .to(xf::f32) first");
+    lo = std::clamp(lo, -9223372036854775808.0, 9223372036854774784.0);  // (the largest double below 2^63)
+    hi = std::clamp(hi, -9223372036854775808.0, 9223372036854774784.0);
+  }
   return detail::call<detail::clamp_op>({lo, hi}, t);
 }
 

@@ -246,7 +246,7 @@ struct argmax_op_t {
 };
 
 /// prod over one dim. d/dx_i prod_j x_j = prod_{j != i} x_j, computed without dividing so that
-/// zeros in the input give exact gradients.
+/// zeros in the input give exact gradients (NOTE: [Products of the others]).
 template <class = void>
 struct prod_op_t;
 using prod_op = prod_op_t<>;
@@ -263,11 +263,37 @@ struct prod_op_t {
   static tensor others(const tensor& x, const attrs& a) {
     if (a.dims.empty()) return plain_ones_like(x);
     const std::int64_t dim = a.dims[0];
-    const std::int64_t n = x.size(dim);
-    tensor xd = x.movedim(dim, -1);                    // [..., n]
-    tensor e = plain_eye(n, dtype::boolean, x.device());                 // [n, n]
-    tensor xe = where(e, plain_full({}, 1.0, x.dtype(), x.device()), xd.unsqueeze(-2));  // [..., n(i), n(j)]
-    return prod(xe, -1, false).movedim(-1, dim);
+    return others_last(x.movedim(dim, -1)).movedim(-1, dim);
+  }
+  // NOTE: [Products of the others]
+  // prod_{j != i} x_j is computed without dividing, so that zeros in x give exact derivatives of
+  // every order. For n <= block it is the product of x with its i-th element replaced by 1, an
+  // [n, n] intermediate per row. Longer rows (found by the fuzzer: the gradient of a prod over
+  // 60000 elements asked for 28 GB) are cut into blocks of `block`: element i's product is that
+  // of the others in its block (the small formula) times that of the other blocks (this formula
+  // again, on the blocks' products), so memory is O(block * n) instead of O(n^2).
+  static constexpr std::int64_t block = 32;
+  static tensor others_last(const tensor& x) {  // along the last dim
+    const std::int64_t n = x.size(-1);
+    if (n <= block) {
+      tensor e = plain_eye(n, dtype::boolean, x.device());                                // [n, n]
+      tensor xe = where(e, plain_full({}, 1.0, x.dtype(), x.device()), x.unsqueeze(-2));  // [..., n(i), n(j)]
+      return prod(xe, -1, false);
+    }
+    const std::int64_t m = (n + block - 1) / block, padded = m * block;
+    shape_t s = x.shape();
+    tensor xp = x;
+    if (padded > n) {  // ones at the end change no product
+      s[s.size() - 1] = padded - n;
+      xp = cat({x, plain_full(s, 1.0, x.dtype(), x.device())}, -1);
+    }
+    shape_t blocks = s;
+    blocks[s.size() - 1] = m;
+    blocks.push_back(block);
+    const tensor xb = xp.reshape(blocks);  // [..., m, block]
+    const tensor r = others_last(xb) * others_last(prod(xb, -1, false)).unsqueeze(-1);
+    s[s.size() - 1] = padded;
+    return padded > n ? r.reshape(s).narrow(-1, 0, n) : r.reshape(s);
   }
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs& a) {
     return {unsqueeze_reduced(g, a.dims, a.keepdim) * others(in[0], a)};

@@ -113,7 +113,7 @@ struct view_op_t {
     const tensor_impl& s = *in[0].impl();
     shape_t st;
     if (!view_strides(s.shape, s.strides, a.shape, st))
-      fail("xf: view(", a.shape, ") is not compatible with the input's shape ", s.shape,
+      fail("xf::view: shape ", a.shape, " is not compatible with the input's shape ", s.shape,
            " and strides; use reshape(), which copies when it must");
     return alias_of(in[0], a.shape, st, s.offset);
   }
@@ -193,14 +193,15 @@ struct expand_op_t {
     // no allocation, but the view's element count and bytes must fit (NOTE: [Checked shape arithmetic])
     check_shape(a.shape, name, dtype_size(s.dt));
     if (a.shape.size() < s.shape.size())
-      fail("xf: expand(", a.shape, "): the target has fewer dimensions than the input ", s.shape);
+      fail("xf::expand: the target shape ", a.shape, " has fewer dimensions than the input's shape ", s.shape,
+           "; give at least as many dimensions (new ones go in front)");
     const std::size_t lead = a.shape.size() - s.shape.size();
     shape_t st(a.shape.size(), 0);
     for (std::size_t i = 0; i < s.shape.size(); ++i) {
       if (s.shape[i] == a.shape[lead + i]) st[lead + i] = s.strides[i];
       else if (s.shape[i] != 1)
-        fail("xf: expand(", a.shape, "): cannot expand dimension ", i, " of size ", s.shape[i],
-             " (only size-1 dimensions expand)");
+        fail("xf::expand: cannot expand dimension ", i, " of size ", s.shape[i], " of shape ", s.shape, " to shape ",
+             a.shape, " (only size-1 dimensions expand; give the same size, or -1, for the others)");
     }
     return alias_of(in[0], a.shape, st, s.offset);
   }
@@ -575,6 +576,7 @@ struct flip_op_t {
 
 template <int D>
 tensor tensor::view(shape_t s) const {
+  detail::require_defined(*this, "xf::view");
   s = detail::infer_shape(s, numel(), "xf::view");
   return detail::call<detail::view_op>({s}, *this);
 }
@@ -582,6 +584,7 @@ namespace detail {
 /// reshape, for reshape() and flatten() (`fn` names the call in errors).
 template <int = 0>
 tensor reshape_as(const tensor& t, shape_t s, const char* fn) {
+  require_defined(t, fn);
   s = infer_shape(s, t.numel(), fn);
   // a view when the layout allows one (as torch), otherwise a contiguous copy
   const tensor_impl* d = dense_of(t);
@@ -595,20 +598,23 @@ template <int D>
 tensor tensor::reshape(shape_t s) const { return detail::reshape_as(*this, s, "xf::reshape"); }
 template <int D>
 tensor tensor::permute(dims_t dims) const {
+  detail::require_defined(*this, "xf::permute");
   if (static_cast<std::int64_t>(dims.size()) != dim())
-    detail::fail("xf: permute needs one entry per dimension (", dim(), "), got ", dims.size());
-  dims_t n = detail::normalize_dims(dims, dim());
+    detail::fail("xf::permute: needs one entry per dimension (", dim(), "), got ", dims.size(),
+                 "; list every dim once, in its new order");
+  dims_t n = detail::normalize_dims(dims, dim(), "xf::permute");
   for (std::size_t i = 0; i < n.size(); ++i)
-    if (n[i] != static_cast<std::int64_t>(i)) detail::fail("xf: permute dims must be a permutation");
-  for (auto& d : dims) d = detail::wrap_dim(d, dim());
+    if (n[i] != static_cast<std::int64_t>(i)) detail::fail("xf::permute: dims must be a permutation of the tensor's dims");
+  for (auto& d : dims) d = detail::wrap_dim(d, dim(), "dim", "xf::permute");
   return detail::call<detail::permute_op>({dims}, *this);
 }
 template <int D>
 tensor tensor::transpose(std::int64_t d0, std::int64_t d1) const {
+  detail::require_defined(*this, "xf::transpose");
   const std::int64_t r = dim();
+  d0 = detail::wrap_dim(d0, r, "dim", "xf::transpose");  // (a 0-d tensor takes -1 and 0, as in torch)
+  d1 = detail::wrap_dim(d1, r, "dim", "xf::transpose");
   if (r == 0) return *this;
-  d0 = detail::wrap_dim(d0, r);
-  d1 = detail::wrap_dim(d1, r);
   dims_t p(static_cast<std::size_t>(r));
   std::iota(p.begin(), p.end(), 0);
   std::swap(p[static_cast<std::size_t>(d0)], p[static_cast<std::size_t>(d1)]);
@@ -616,14 +622,16 @@ tensor tensor::transpose(std::int64_t d0, std::int64_t d1) const {
 }
 template <int D>
 tensor tensor::t() const {
-  if (dim() != 2) detail::fail("xf: t() expects a 2-d tensor, got ", dim(), " dimensions; use transpose(d0, d1)");
+  detail::require_defined(*this, "xf::t");
+  if (dim() != 2) detail::fail("xf::t: expects a 2-d tensor, got ", dim(), " dimensions; use transpose(d0, d1)");
   return transpose(0, 1);
 }
 template <int D>
 tensor tensor::movedim(std::int64_t src, std::int64_t dst) const {
+  detail::require_defined(*this, "xf::movedim");
   const std::int64_t r = dim();
-  src = detail::wrap_dim(src, r);
-  dst = detail::wrap_dim(dst, r);
+  src = detail::wrap_dim(src, r, "dim", "xf::movedim");
+  dst = detail::wrap_dim(dst, r, "dim", "xf::movedim");
   if (src == dst) return *this;
   dims_t p;
   for (std::int64_t i = 0; i < r; ++i)
@@ -633,13 +641,15 @@ tensor tensor::movedim(std::int64_t src, std::int64_t dst) const {
 }
 template <int D>
 tensor tensor::unsqueeze(std::int64_t d) const {
-  d = detail::wrap_dim(d, dim() + 1);
+  detail::require_defined(*this, "xf::unsqueeze");
+  d = detail::wrap_new_dim(d, dim(), "dim", "xf::unsqueeze");
   shape_t s = shape();
   s.insert(static_cast<std::size_t>(d), 1);
   return detail::call<detail::view_op>({s}, *this);
 }
 template <int D>
 tensor tensor::squeeze() const {
+  detail::require_defined(*this, "xf::squeeze");
   shape_t s;
   for (auto e : shape())
     if (e != 1) s.push_back(e);
@@ -647,16 +657,20 @@ tensor tensor::squeeze() const {
 }
 template <int D>
 tensor tensor::squeeze(std::int64_t d) const {
-  d = detail::wrap_dim(d, dim());
+  detail::require_defined(*this, "xf::squeeze");
+  d = detail::wrap_dim(d, dim(), "dim", "xf::squeeze");
   if (dim() == 0 || shape()[static_cast<std::size_t>(d)] != 1) return view(shape());
   return detail::call<detail::view_op>({detail::without(shape(), static_cast<std::size_t>(d))}, *this);
 }
 template <int D>
 tensor tensor::expand(shape_t s) const {
+  detail::require_defined(*this, "xf::expand");
   const std::size_t lead = s.size() >= shape().size() ? s.size() - shape().size() : 0;
   for (std::size_t i = 0; i < s.size(); ++i)
     if (s[i] == -1) {
-      if (i < lead) detail::fail("xf: expand: -1 is not allowed for a new leading dimension");
+      if (i < lead)
+        detail::fail("xf::expand: -1 is not allowed for a new leading dimension (dimension ", i, " of shape ", s,
+                     "); give its size");
       s[i] = shape()[i - lead];
     }
   return detail::call<detail::expand_op>({s}, *this);
@@ -665,36 +679,45 @@ template <int D>
 tensor tensor::flatten() const { return detail::reshape_as(*this, {-1}, "xf::flatten"); }
 template <int D>
 tensor tensor::select(std::int64_t d, std::int64_t i) const {
-  if (dim() == 0) detail::fail("xf: select() cannot be applied to a 0-d tensor");
-  d = detail::wrap_dim(d, dim());
+  detail::require_defined(*this, "xf::select");
+  if (dim() == 0) detail::fail("xf::select: cannot be applied to a 0-d tensor, which has no dimension to select from");
+  d = detail::wrap_dim(d, dim(), "dim", "xf::select");
   const std::int64_t n = shape()[static_cast<std::size_t>(d)];
   if (i < -n || i >= n)
-    detail::fail("xf: select: index ", i, " is out of range for dimension ", d, " of size ", n);
+    detail::fail("xf::select: index ", i, " is out of range for dimension ", d, " of size ", n, " (expected a value in [",
+                 -n, ", ", n - 1, "])");
   return detail::call<detail::select_op>({d, i < 0 ? i + n : i}, *this);
 }
 template <int D>
 tensor tensor::narrow(std::int64_t d, std::int64_t start, std::int64_t len) const {
-  if (dim() == 0) detail::fail("xf: narrow() cannot be applied to a 0-d tensor");
-  d = detail::wrap_dim(d, dim());
+  detail::require_defined(*this, "xf::narrow");
+  if (dim() == 0) detail::fail("xf::narrow: cannot be applied to a 0-d tensor, which has no dimension to narrow");
+  d = detail::wrap_dim(d, dim(), "dim", "xf::narrow");
   const std::int64_t n = shape()[static_cast<std::size_t>(d)];
   if (start < 0) start += n;
   if (start < 0 || len < 0 || start > n || len > n - start)  // (start + len could overflow)
-    detail::fail("xf: narrow: start ", start, " and length ", len, " do not fit dimension ", d, " of size ", n);
+    detail::fail("xf::narrow: start ", start, " and length ", len, " do not fit dimension ", d, " of size ", n,
+                 "; need 0 <= start <= size (a negative start counts from the end) and 0 <= length <= size - start");
   return detail::call<detail::narrow_op>({d, start, len}, *this);
 }
 template <int D>
 tensor tensor::diagonal() const {
-  if (dim() < 2) detail::fail("xf: diagonal() needs at least 2 dimensions, got ", dim());
+  detail::require_defined(*this, "xf::diagonal");
+  if (dim() < 2) detail::fail("xf::diagonal: needs a tensor with at least 2 dimensions, got ", dim());
   return detail::call<detail::diagonal_op>({0, 1}, *this);
 }
 template <int D>
 tensor tensor::clone() const { return detail::call<detail::clone_op>({}, *this); }
 template <int D>
-tensor tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+tensor tensor::contiguous() const {
+  detail::require_defined(*this, "xf::contiguous");
+  return is_contiguous() ? *this : clone();
+}
 template <int D>
 tensor tensor::detach() const { return detail::call<detail::detach_op>({}, *this); }
 template <int D>
 tensor tensor::to(xfunc::dtype d) const {
+  detail::require_defined(*this, "xf::to");
   if (d == dtype()) return *this;
   return detail::call<detail::to_dtype_op>({d}, *this);
 }
@@ -714,14 +737,16 @@ inline bool tensor::is_contiguous() const { return detail::backend::is_contiguou
 template <int D>
 tensor cat(const std::vector<tensor>& ts, std::int64_t dim) {
   if (ts.empty()) detail::fail("xf::cat: needs at least one tensor");
-  const std::int64_t d = detail::wrap_dim(dim, ts[0].dim());
+  for (const tensor& t : ts) detail::require_defined(t, "xf::cat");
+  const std::int64_t d = detail::wrap_dim(dim, ts[0].dim(), "dim", "xf::cat");
   if (ts[0].dim() == 0) detail::fail("xf::cat: zero-dimensional tensors cannot be concatenated; use stack");
   return detail::dispatch<detail::cat_op>(ts, {d});
 }
 template <int D>
 tensor stack(const std::vector<tensor>& ts, std::int64_t dim) {
   if (ts.empty()) detail::fail("xf::stack: needs at least one tensor");
-  const std::int64_t d = detail::wrap_dim(dim, ts[0].dim() + 1);
+  for (const tensor& t : ts) detail::require_defined(t, "xf::stack");
+  const std::int64_t d = detail::wrap_new_dim(dim, ts[0].dim(), "dim", "xf::stack");
   std::vector<tensor> us;
   us.reserve(ts.size());
   dtype dt = ts[0].dtype();
@@ -740,8 +765,10 @@ tensor stack(const std::vector<tensor>& ts, std::int64_t dim) {
 }
 template <int D>
 std::vector<tensor> split(const tensor& t, std::int64_t size, std::int64_t dim) {
+  detail::require_defined(t, "xf::split");
   if (size <= 0) detail::fail("xf::split: size must be positive, got ", size);
-  const std::int64_t d = detail::wrap_dim(dim, t.dim());
+  if (t.dim() == 0) detail::fail("xf::split: a 0-d tensor has no dimension to split; unsqueeze it first");
+  const std::int64_t d = detail::wrap_dim(dim, t.dim(), "dim", "xf::split");
   const std::int64_t n = t.size(d);
   std::vector<tensor> out;
   for (std::int64_t s = 0; s < n; s += std::min(size, n - s))  // (s + size could overflow)
@@ -750,7 +777,8 @@ std::vector<tensor> split(const tensor& t, std::int64_t size, std::int64_t dim) 
 }
 template <int D>
 tensor flip(const tensor& t, const dims_t& dims) {
-  return detail::call<detail::flip_op>({detail::normalize_dims(dims, t.dim())}, t);
+  detail::require_defined(t, "xf::flip");
+  return detail::call<detail::flip_op>({detail::normalize_dims(dims, t.dim(), "xf::flip")}, t);
 }
 
 }  // namespace xfunc

@@ -86,7 +86,16 @@ batched broadcast_batch(std::span<const tensor> in, std::span<const std::int64_t
 /// GCC 12 a false -Wmaybe-uninitialized about copying a temporary empty shape where
 /// scalar_like is inlined (and a namespace-scope variable needs no guard on each call).
 inline const shape_t scalar_shape{};
+/// A double written into a tensor of dtype dt (a factory's fill value, fill_) must be
+/// representable: converting NaN, an infinity or a value outside [-2^63, 2^63) to int64 is
+/// undefined behaviour (torch: "value cannot be converted to type int64_t without overflow").
+inline void check_fill_value(double v, dtype dt, const char* fn) {
+  if (dt == dtype::int64 && !(v >= -9223372036854775808.0 && v < 9223372036854775808.0))
+    fail(fn, ": value ", v, " cannot be converted to int64 without overflow (it is not a number, or outside "
+         "[-2^63, 2^63)); use a value in range or a floating dtype");
+}
 inline tensor scalar_like(double v, const tensor& t) {
+  if (!t.defined()) [[unlikely]] return scalar(v);  // the op it is for names the undefined tensor
   tensor s = empty_dense(scalar_shape, promote_with_double(t.dtype()));
   visit_floating(s.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -96,12 +105,13 @@ inline tensor scalar_like(double v, const tensor& t) {
 }
 
 /// Non-negative, sorted, de-duplicated dims (out-of-range dims throw).
-inline dims_t normalize_dims(const dims_t& dims, std::int64_t rank) {
+inline dims_t normalize_dims(const dims_t& dims, std::int64_t rank, const char* fn = "xf") {
   dims_t out;
-  for (auto d : dims) out.push_back(wrap_dim(d, rank));
+  for (auto d : dims) out.push_back(wrap_dim(d, rank, "dim", fn));
   std::sort(out.begin(), out.end());
-  if (std::adjacent_find(out.begin(), out.end()) != out.end())
-    fail("xf: a dimension appears more than once in the dims list; list each dim once");
+  if (const auto it = std::adjacent_find(out.begin(), out.end()); it != out.end())
+    fail(fn, ": dim ", *it, " appears more than once in the dims list (counting negative dims from the end); "
+         "list each dim once");
   return out;
 }
 

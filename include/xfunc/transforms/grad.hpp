@@ -34,6 +34,19 @@ T wrap_grad_inputs(const T& v, const layer_ptr& L, std::vector<std::shared_ptr<g
   });
 }
 
+/// Checks the argument a jacobian is taken with respect to (argnum `argnum` of `who`, jacrev or
+/// jacfwd): every tensor leaf defined and floating, as grad requires (torch.func's jacrev and
+/// jacfwd reject integer inputs too, rather than giving a zero jacobian).
+template <class T>
+void check_differentiable(const T& v, const char* who, std::size_t argnum) {
+  tree_for_each(v, [&](const tensor& t) {
+    if (!t.defined()) fail(who, ": argument ", argnum, " holds an undefined tensor");
+    if (!is_floating(t.dtype()))
+      fail(who, ": argument ", argnum, " has dtype ", t.dtype(),
+           "; only floating tensors can be differentiated (convert it with .to(xf::f32) or leave it out of argnums)");
+  });
+}
+
 /// Rebuilds the structure of v with the gradients of its leaves (zeros where none arrived).
 template <class T>
 T gradients_like(const T& v, const tensor_list& grads, std::size_t& next) {

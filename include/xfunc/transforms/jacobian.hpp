@@ -83,6 +83,9 @@ auto jacrev_call(const F& f, const std::tuple<Opts...>& opts, const Args&... arg
   static_assert(AN::unique, XFUNC_MSG_JACREV_ARGNUM_UNIQUE);
   if constexpr (AN::in_range && AN::unique) {
     auto all = std::tie(args...);
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      (check_differentiable(std::get<AN::value[J]>(all), "xf::jacrev", AN::value[J]), ...);
+    }(std::make_index_sequence<AN::value.size()>{});
     auto g = partial_at<AN>(f, all);
     auto vjp_result = [&]<std::size_t... J>(std::index_sequence<J...>) {
       if constexpr (aux) return xfunc::vjp(g, has_aux, std::get<AN::value[J]>(all)...);
@@ -144,6 +147,9 @@ auto jacfwd_call(const F& f, const std::tuple<Opts...>& opts, const Args&... arg
   static_assert(AN::unique, XFUNC_MSG_JACFWD_ARGNUM_UNIQUE);
   if constexpr (AN::in_range && AN::unique) {
     auto all = std::tie(args...);
+    [&]<std::size_t... J>(std::index_sequence<J...>) {
+      (check_differentiable(std::get<AN::value[J]>(all), "xf::jacfwd", AN::value[J]), ...);
+    }(std::make_index_sequence<AN::value.size()>{});
     auto g = partial_at<AN>(f, all);
     auto primals = [&]<std::size_t... J>(std::index_sequence<J...>) {
       return std::tuple{std::get<AN::value[J]>(all)...};

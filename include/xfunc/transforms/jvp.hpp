@@ -20,6 +20,9 @@ auto jvp_call(const F& f, const P& primals_in, const T& tangents_in) {
   layer_guard guard(transform_kind::jvp);
   const layer_ptr& L = guard.get();
   auto wrapped = tree_map2(primals, tangents, [&](const tensor& p, const tensor& t) {
+    if (!p.defined() || !t.defined())
+      fail("xf::jvp: a ", p.defined() ? "tangent" : "primal",
+           " is an undefined tensor (a default-constructed xf::tensor); assign it a value");
     if (!(p.shape() == t.shape()))
       fail("xf::jvp: a tangent has shape ", t.shape(), " but its primal has shape ", p.shape(),
            "; each tangent must match its primal's shape");

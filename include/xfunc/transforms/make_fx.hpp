@@ -99,6 +99,7 @@ struct make_fx_transform {
     // that a function that writes into its inputs does not change the caller's; meta inputs give
     // a shape-only trace.
     auto to_input = [&](const tensor& t) {
+      if (!t.defined()) fail("xf::make_fx: an example input is an undefined tensor (a default-constructed xf::tensor)");
       const tensor s = strip_dead(t);
       const tensor x = s.device() == meta ? s : copy_keeping_layout(s);
       st.add_input(x);

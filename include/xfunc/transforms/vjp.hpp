@@ -23,10 +23,14 @@ struct vjp_pullback {
       tensor_list gs = tree_leaves(cotangents);
       if (gs.size() != roots.size())
         fail("xf::vjp: the cotangent has ", gs.size(), " tensors but the output had ", roots.size());
-      for (std::size_t i = 0; i < gs.size(); ++i)
+      for (std::size_t i = 0; i < gs.size(); ++i) {
+        if (!gs[i].defined())
+          fail("xf::vjp: cotangent ", i, " is an undefined tensor (a default-constructed xf::tensor); pass a tensor of "
+               "the output's shape ", out_shapes[i], " (zeros for no contribution)");
         if (!(gs[i].shape() == out_shapes[i]))
           fail("xf::vjp: cotangent ", i, " has shape ", gs[i].shape(), " but the output has shape ", out_shapes[i],
                "; pass a cotangent of the output's shape");
+      }
       std::vector<std::shared_ptr<grad_node>> all;
       for (const auto& l : leaves) all.insert(all.end(), l.begin(), l.end());
       tensor_list grads = run_backward(roots, gs, all);

@@ -63,7 +63,7 @@ tensor unwrap_batched_output(const tensor& t, const layer* L, std::optional<std:
            "give it an integer out_dim");
     return t;
   }
-  const std::int64_t d = wrap_dim(*out_dim, t.dim() + 1, "out_dim");
+  const std::int64_t d = wrap_new_dim(*out_dim, t.dim(), "out_dim", "xf::vmap");
   if (belongs_to(t, L)) {
     const tensor& v = t.impl()->inner;
     return v.movedim(t.impl()->bdim, d);
@@ -145,6 +145,9 @@ struct vmap_transform : transform_base<F> {
     std::optional<std::int64_t> B;
     auto check = [&](const tensor& t, std::optional<std::int64_t> d) {
       if (!d) return t;
+      if (!t.defined())
+        fail("xf::vmap: a mapped argument holds an undefined tensor (a default-constructed xf::tensor); assign it a "
+             "value, or give it in_dim xf::none");
       if (t.dim() == 0)
         fail("xf::vmap: in_dim ", *d, " given for a 0-d tensor, which has no dimension to map over; "
              "use xf::none for it");
