@@ -462,6 +462,8 @@ void nn_and_linalg(table& t) {
        [](const tensor& l) { (void)xf::cross_entropy(l, xf::zeros({2, 3}, xf::i64)); }, {"xf::cross_entropy", "expects logits"});
   t.op("xf::cross_entropy with class 4 of 4", logits, [](const tensor& l) { (void)xf::cross_entropy(l, tensor{0, 4, 1}); },
        {"xf::cross_entropy", "out of range for 4 classes"});
+  t.op("xf::cross_entropy with class -1 (gather would take it from the end)", logits,
+       [](const tensor& l) { (void)xf::cross_entropy(l, tensor{0, -1, 1}); }, {"xf::cross_entropy", "out of range (negative)"});
   t.op("xf::cross_entropy with class -100 (torch's ignore_index is not supported)", logits,
        [](const tensor& l) { (void)xf::cross_entropy(l, tensor{0, -100, 1}); }, {"xf::cross_entropy", "out of range"});
   t.op("xf::cross_entropy of a 0-d target with class 7 of 4", x3(),

@@ -93,6 +93,18 @@ tensor cross_entropy(const tensor& logits, const tensor& target) {
   if (logits.dim() != target.dim() + 1 || logits.dim() > 2 || (target.dim() == 1 && target.size(0) != logits.size(0)))
     detail::fail("xf::cross_entropy: expects logits [N, C] with target [N] (or [C] with a 0-d target), got shapes ",
                  logits.shape(), " and ", target.shape());
+  // gather takes negative indices (counted from the end); a class index must not be one. (Read
+  // directly, not through ops, when the target is a plain cpu tensor; under vmap a batched target
+  // is checked by gather's kernel only, against [-C, C).)
+  if (target.impl()->is_dense() && target.device() == cpu) {
+    tensor scratch;
+    const tensor& t = detail::backend::materialized(target, target.shape(), i64, scratch);
+    const std::int64_t* p = t.impl()->template data<std::int64_t>();
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+      if (p[i] < 0)
+        detail::fail("xf::cross_entropy: target class index ", p[i], " is out of range (negative) for ", logits.size(-1),
+                     " classes; class indices must be in [0, ", logits.size(-1), ")");
+  }
   tensor picked;
   try {
     picked = gather(log_softmax(logits, -1), -1, target.unsqueeze(-1)).squeeze(-1);
