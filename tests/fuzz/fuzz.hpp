@@ -318,10 +318,12 @@ struct stats {
 
 /// Errors the API documents for what a random program may do: an in-place write of a value of a
 /// transform into a tensor made only from captured ones (API section 3, "captured"), or of a
-/// batched value into an unbatched tensor under vmap ("in-place"). They are answers, not bugs.
+/// batched value into an unbatched tensor under vmap ("in-place"), and the 16-dimension limit of
+/// a tensor (jacobians of jacobians of rank-3 inputs). They are answers, not bugs.
 inline bool documented_restriction(const std::string& what) {
   return what.find("made inside it only from tensors captured from outside") != std::string::npos ||
-         what.find("would write a batched value into an unbatched tensor under vmap") != std::string::npos;
+         what.find("would write a batched value into an unbatched tensor under vmap") != std::string::npos ||
+         what.find("tensors have at most 16 dimensions") != std::string::npos;  // a jacobian of a jacobian
 }
 
 /// Inputs of every level: tops[i] are level i's inputs (tops[0]: the program's; the last: the

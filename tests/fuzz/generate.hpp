@@ -166,8 +166,10 @@ class generator {
                 push({op::exp, {u}}, shape(v), {std::exp(bu.lo), std::exp(bu.hi)}); return true; }
       case 2: { const int u = positive(v); const bounds bu = b_[static_cast<std::size_t>(u)];
                 push({op::log, {u}}, shape(v), {std::log(bu.lo), std::log(bu.hi)}); return true; }
-      case 3: push({op::sin, {v}}, shape(v), {-1, 1}); return true;
-      case 4: push({op::cos, {v}}, shape(v), {-1, 1}); return true;
+      // (periodic functions of large arguments: a finite-difference step moves them by whole
+      // periods; found by a long run)
+      case 3: push({op::sin, {bounded(v, 10)}}, shape(v), {-1, 1}); return true;
+      case 4: push({op::cos, {bounded(v, 10)}}, shape(v), {-1, 1}); return true;
       case 5: { const int u = bounded(v, 1.2); push({op::tan, {u}}, shape(v), {-2.6, 2.6}); return true; }
       case 6: push({op::tanh, {v}}, shape(v), {-1, 1}); return true;
       case 7: push({op::sigmoid, {v}}, shape(v), {0, 1}); return true;
@@ -196,7 +198,8 @@ class generator {
                  push({op::pow_scalar, {u}, {}, s}, shape(v), {std::min(x, y), std::max(x, y)}); return true; }
       case 21: { const double s = c_.one_of(std::vector<double>{0.5, 1.0});
                  push({op::clamp, {v}, {}, s}, shape(v), {std::max(-s, bv.lo), std::min(s, bv.hi)}, true); return true; }
-      case 22: push({op::custom_op, {v}}, shape(v), {-m, m}); return true;
+      case 22: { const int u = bounded(v, 10);
+                 push({op::custom_op, {u}}, shape(v), {-b_[static_cast<std::size_t>(u)].mag(), b_[static_cast<std::size_t>(u)].mag()}); return true; }
       default: { const int u = bounded(v, 30); push({op::autograd_fn, {u}}, shape(v), {0, std::max(b_[static_cast<std::size_t>(u)].hi, 0.0) + 1}); return true; }
     }
   }
