@@ -160,7 +160,8 @@ class generator {
   bool unary(int v) {
     const bounds bv = b_[static_cast<std::size_t>(v)];
     const double m = bv.mag();
-    switch (c_.pick(24)) {
+    const int which = c_.pick(24);
+    switch (which) {
       case 0: push({op::neg, {v}}, shape(v), {-bv.hi, -bv.lo}); return true;
       case 1: { const int u = bounded(v, 4); const bounds bu = b_[static_cast<std::size_t>(u)];
                 push({op::exp, {u}}, shape(v), {std::exp(bu.lo), std::exp(bu.hi)}); return true; }
@@ -168,8 +169,11 @@ class generator {
                 push({op::log, {u}}, shape(v), {std::log(bu.lo), std::log(bu.hi)}); return true; }
       // (periodic functions of large arguments: a finite-difference step moves them by whole
       // periods; found by a long run)
-      case 3: push({op::sin, {bounded(v, 10)}}, shape(v), {-1, 1}); return true;
-      case 4: push({op::cos, {bounded(v, 10)}}, shape(v), {-1, 1}); return true;
+      case 3: case 4: {
+        const int u = bounded(v, 10);  // (before shape(v): bounded may add a value, moving shapes)
+        push({which == 3 ? op::sin : op::cos, {u}}, shape(v), {-1, 1});
+        return true;
+      }
       case 5: { const int u = bounded(v, 1.2); push({op::tan, {u}}, shape(v), {-2.6, 2.6}); return true; }
       case 6: push({op::tanh, {v}}, shape(v), {-1, 1}); return true;
       case 7: push({op::sigmoid, {v}}, shape(v), {0, 1}); return true;
