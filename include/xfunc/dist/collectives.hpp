@@ -56,6 +56,10 @@ inline const char* collective_name(std::int64_t code) {
 // header, so a mismatch (a shape that differs on one rank, a rank that called another collective)
 // makes every rank throw the same "ranks" error, where MPI would corrupt a buffer or hang. The
 // communicator stays usable afterwards. set_checks(false) skips it (one message less per call).
+/// FNV-1a over 64-bit words: the hashes in cross-rank headers (NOTE: [Cross-rank checks]).
+inline constexpr std::uint64_t fnv_start = 1469598103934665603ull;
+inline std::uint64_t fnv_mix(std::uint64_t h, std::uint64_t word) { return (h ^ word) * 1099511628211ull; }
+
 struct call_header {
   static constexpr int max_dims = 8;
   static constexpr int words = 6 + max_dims;
@@ -69,7 +73,7 @@ struct call_header {
     w[5] = static_cast<std::int64_t>(s.size());
     for (std::size_t i = 0; i < s.size(); ++i) {
       if (i < max_dims) w[6 + i] = s[i];
-      else h = h * 1000003u ^ static_cast<std::uint64_t>(s[i]);  // dims past max_dims: in the hash
+      else h = fnv_mix(h, static_cast<std::uint64_t>(s[i]));  // dims past max_dims: in the hash
     }
     w[3] = static_cast<std::int64_t>(h);
   }
@@ -368,8 +372,8 @@ struct all_to_all_op_t {
 
 /// A hash of a permutation (for the cross-rank check).
 inline std::uint64_t perm_hash(const std::vector<std::pair<int, int>>& perm) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (const auto& [s, d] : perm) h = (h ^ (static_cast<std::uint64_t>(s) << 32 | static_cast<std::uint32_t>(d))) * 1099511628211ull;
+  std::uint64_t h = fnv_start;
+  for (const auto& [s, d] : perm) h = fnv_mix(h, static_cast<std::uint64_t>(s) << 32 | static_cast<std::uint32_t>(d));
   return h;
 }
 

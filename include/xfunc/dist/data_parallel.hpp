@@ -90,7 +90,7 @@ std::vector<tensor> average_leaves(const std::vector<tensor>& leaves, const comm
   const char* name = "xf::dist::average_gradients";
   const comm_state& c = comm.state(name);
   bool plain = xfunc::detail::current_stack().layers.empty() && !xfunc::detail::tls_trace;
-  std::uint64_t h = 1469598103934665603ull;
+  std::uint64_t h = fnv_start;
   std::int64_t total = 0;
   for (std::size_t i = 0; i < leaves.size(); ++i) {
     const tensor& t = leaves[i];
@@ -98,9 +98,9 @@ std::vector<tensor> average_leaves(const std::vector<tensor>& leaves, const comm
     if (!is_floating(t.dtype()))
       fail(name, ": gradient leaf ", i, " has dtype ", t.dtype(), "; gradients are float32 or float64");
     plain = plain && t.impl()->is_dense() && t.device() == cpu;
-    h = (h ^ static_cast<std::uint64_t>(t.dtype())) * 1099511628211ull;
-    for (std::int64_t d : t.shape()) h = (h ^ static_cast<std::uint64_t>(d)) * 1099511628211ull;
-    h = (h ^ 0xffu) * 1099511628211ull;  // ends a shape
+    h = fnv_mix(h, static_cast<std::uint64_t>(t.dtype()));
+    for (std::int64_t d : t.shape()) h = fnv_mix(h, static_cast<std::uint64_t>(d));
+    h = fnv_mix(h, 0xff);  // ends a shape
     total += t.numel();
   }
   if (!plain) return average_through_ops(leaves, comm);
