@@ -7,9 +7,11 @@
 //
 // `loss` is written for ONE example; grad differentiates it with respect to the parameters
 // (a pytree: std::tuple of tensors); vmap maps that over the batch (params shared: none; x and y
-// mapped over dim 0). The program trains a 2-64-2 MLP, prints one line per epoch, fails if the
-// final training accuracy is not clearly better than chance, and then times vmap(grad) against a
-// loop of grad calls over the same batch.
+// mapped over dim 0). Clipping each example is vmap again, over xf::optim::clip_by_global_norm,
+// and the noisy average gradient goes to an xf::optim optimizer (functional, like optax). The
+// program trains a 2-64-2 MLP, prints one line per epoch, fails if the final training accuracy is
+// not clearly better than chance, and then times vmap(grad) against a loop of grad calls over the
+// same batch.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -23,6 +25,7 @@
 
 #include <xtensor/xadapt.hpp>
 
+#include <xfunc/optim.hpp>
 #include <xfunc/xfunc.hpp>
 
 namespace xf = xfunc;
@@ -79,25 +82,17 @@ double accuracy(const params_t& p, const dataset& d) {
   return xf::mean((predicted == d.y).to(xf::f32)).item<double>();
 }
 
-// ---- DP-SGD step -------------------------------------------------------------------------------
-// Per-example gradients [B, ...] → clip each example to norm <= C → sum → add N(0, (sigma C)^2)
-// → divide by B → SGD step.
-void dp_sgd_step(params_t& p, const params_t& per_example, std::int64_t B) {
-  // squared norm of each example's whole gradient (all parameters together): [B]
-  xf::tensor sq = xf::zeros({B});
-  std::apply([&](const auto&... g) { ((sq = sq + xf::sum(xf::square(g.reshape({B, -1})), {1})), ...); },
-             per_example);
-  const xf::tensor scale = xf::minimum(xf::ones({B}), clip_norm / (xf::sqrt(sq) + 1e-12));  // [B]
-  auto update = [&](xf::tensor& param, const xf::tensor& g) {
-    xf::shape_t s = g.shape();
-    std::fill(s.begin() + 1, s.end(), 1);  // [B, 1, ..., 1] to broadcast the per-example scale
-    const xf::tensor clipped_sum = xf::sum(g * scale.reshape(s), {0});
-    const xf::tensor noisy = clipped_sum + (noise_multiplier * clip_norm) * xf::randn_like(param);
-    param.sub_((learning_rate / static_cast<double>(B)) * noisy);  // in place, outside any transform
+// ---- DP-SGD gradient ---------------------------------------------------------------------------
+// Per-example gradients [B, ...] → clip each example's whole gradient (all parameters together)
+// to norm <= C → sum → add N(0, (sigma C)^2) → divide by B. The optimizer takes it from there.
+params_t private_gradient(const params_t& per_example, std::int64_t B) {
+  const params_t clipped =
+      xf::vmap([](const params_t& g) { return xf::optim::clip_by_global_norm(g, clip_norm); })(per_example);
+  auto noisy_mean = [&](const xf::tensor& g) {  // g: [B, ...] → [...]
+    const xf::tensor noise = (noise_multiplier * clip_norm) * xf::randn_like(g.select(0, 0));
+    return (xf::sum(g, {0}) + noise) / static_cast<double>(B);
   };
-  std::apply([&](auto&... param) {
-    std::apply([&](const auto&... g) { (update(param, g), ...); }, per_example);
-  }, p);
+  return std::apply([&](const auto&... g) { return params_t{noisy_mean(g)...}; }, clipped);
 }
 
 xf::tensor index_tensor(const std::vector<std::int64_t>& idx) {
@@ -123,6 +118,8 @@ int main() try {
   const dataset data = make_spirals(points_per_class);
   const std::int64_t N = data.x.size(0);
   params_t params = init_params();
+  const xf::optim::sgd optimizer(learning_rate);  // or xf::optim::adam(1e-2), xf::optim::adamw(...)
+  auto opt_state = optimizer.init(params);        // a pytree of tensors, like params
   std::printf("xfunc demo: DP-SGD on two spirals (%lld points, 2-%lld-2 tanh MLP, batch %lld,\n"
               "            clip C=%.2f, noise multiplier %.2f, lr %.2f)\n",
               static_cast<long long>(N), static_cast<long long>(hidden), static_cast<long long>(batch_size),
@@ -141,7 +138,8 @@ int main() try {
       const std::int64_t B = std::min(batch_size, N - start);
       const xf::tensor idx = index_tensor(std::vector<std::int64_t>(order.begin() + start, order.begin() + start + B));
       const xf::tensor xb = xf::index_select(data.x, 0, idx), yb = xf::index_select(data.y, 0, idx);
-      dp_sgd_step(params, per_example_grads(params, xb, yb), B);
+      const params_t grads = private_gradient(per_example_grads(params, xb, yb), B);
+      std::tie(params, opt_state) = optimizer.update(params, grads, opt_state);  // out of place
     }
     std::printf("epoch %2d  loss %.4f  train accuracy %5.1f%%\n", epoch, loss(params, data.x, data.y).item<double>(),
                 100.0 * accuracy(params, data));

@@ -14,7 +14,11 @@
 #   xtensor 0.24 or 0.25 (xtensor/xarray.hpp)                      libxtensor-dev
 #   xtensor-blas >= 0.20 (xtensor-blas/xlinalg.hpp)                libxtensor-blas-dev
 #   OpenBLAS: cblas.h and libopenblas.so                           libopenblas-dev
+#   libzip: zip.h and libzip.so (npz files)                        libzip-dev
 #   Catch2 2.x (catch2/catch.hpp; tests)                           catch2
+#   DLPack header (dlpack/dlpack.h; tests of <xfunc/dlpack.hpp>)   libdlpack-dev
+#   doxygen (tests: the API reference builds without warnings)     doxygen
+#   pkg-config (tests: the installed xfunc.pc works)               pkg-config
 #   Google Benchmark (benchmark/benchmark.h; benchmarks only)      libbenchmark-dev
 #   MPI headers (mpi.h or mpi/mpi.h; xfunc::distributed)           libopenmpi-dev
 #   mpirun (xfunc::distributed tests and examples)                 openmpi-bin
@@ -27,9 +31,12 @@
 #
 # Environment:
 #   XFUNC_INSTALL_DRY_RUN=1   report the needs and print what would be installed; change nothing
+#   XFUNC_DEPS_TESTS=0        the needs marked "tests" are not needed (no tests will be built)
 #   XFUNC_DEPS_BENCHMARKS=0   Google Benchmark is not needed (no benchmarks will be built)
 #   XFUNC_DEPS_DISTRIBUTED=0  Open MPI is not needed (xfunc::distributed will not be built)
 #   XFUNC_DEPS_MPIRUN         the mpirun to look for (default: mpirun in PATH)
+#   XFUNC_DEPS_DOXYGEN, XFUNC_DEPS_PKG_CONFIG   the doxygen and pkg-config to look for (default:
+#                             those in PATH)
 #   XFUNC_DEPS_INCLUDE_DIRS   include directories to search, ':'-separated (default: those the
 #                             compiler searches, from `$CXX -E -x c++ - -v`)
 #   XFUNC_DEPS_LIB_DIRS       library directories to search, ':'-separated (default: the
@@ -39,6 +46,7 @@ set -euo pipefail
 shopt -s nullglob
 
 dry_run=${XFUNC_INSTALL_DRY_RUN:-0}
+want_tests=${XFUNC_DEPS_TESTS:-1}
 want_benchmark=${XFUNC_DEPS_BENCHMARKS:-1}
 want_distributed=${XFUNC_DEPS_DISTRIBUTED:-1}
 mpirun_cmd=${XFUNC_DEPS_MPIRUN:-mpirun}
@@ -238,6 +246,35 @@ check_openblas() {
   fi
 }
 
+check_libzip() {
+  local need="libzip (zip.h, libzip.so)" inc lib
+  if ! inc=$(find_header zip.h); then
+    report missing "$need" "zip.h not found" libzip-dev
+  elif ! lib=$(find_library libzip.so); then
+    report missing "$need" "libzip.so not found in the library path" libzip-dev
+  else
+    report ok "$need" "zip.h in $inc, libzip.so in $lib"
+  fi
+}
+
+check_dlpack() {
+  local need="DLPack header (tests)" dir
+  if dir=$(find_header dlpack/dlpack.h); then
+    report ok "$need" "dlpack/dlpack.h in $dir"
+  else
+    report missing "$need" "dlpack/dlpack.h not found" libdlpack-dev
+  fi
+}
+
+# check_tool NEED COMMAND PACKAGE: whether COMMAND is in PATH
+check_tool() {
+  if command -v "$2" >/dev/null 2>&1; then
+    report ok "$1" "$(command -v "$2")"
+  else
+    report missing "$1" "$2 not found" "$3"
+  fi
+}
+
 check_catch2() {
   local need="Catch2 2.x (tests)" dir major
   if ! dir=$(find_header catch2/catch.hpp); then
@@ -298,7 +335,13 @@ check_all() {
   check_versioned "xtensor-blas >= 0.20" libxtensor-blas-dev "" xtensor-blas/xlinalg.hpp \
     xtensor-blas/xblas_config.hpp XTENSOR_BLAS_VERSION 0.20
   check_openblas
-  check_catch2
+  check_libzip
+  if [ "$want_tests" != 0 ]; then
+    check_catch2
+    check_dlpack
+    check_tool "doxygen (tests)" "${XFUNC_DEPS_DOXYGEN:-doxygen}" doxygen
+    check_tool "pkg-config (tests)" "${XFUNC_DEPS_PKG_CONFIG:-pkg-config}" pkg-config
+  fi
   if [ "$want_benchmark" != 0 ]; then check_benchmark; fi
   if [ "$want_distributed" != 0 ]; then check_mpi; fi
 }

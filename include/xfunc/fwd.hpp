@@ -1,11 +1,16 @@
 #pragma once
-// Declarations of every public op, so that rules in one op family can use ops of another
-// (backward formulas are written with xfunc ops) without include cycles.
+/// \file
+/// Declarations of every public op, so that rules in one op family can use ops of another
+/// (backward formulas are written with xfunc ops) without include cycles.
 #include <cstdint>
 #include <vector>
 
 #include <xfunc/core/tensor.hpp>
 
+/// Everything public in xfunc (examples write `namespace xf = xfunc;`): xf::tensor and its ops,
+/// the function transforms (xf::grad, xf::vjp, xf::jvp, xf::vmap, ...) with their options, and
+/// the extension points (xf::custom_op, xf::autograd::function, xf::higher_order_op).
+/// Implementation lives in xfunc::detail and is not part of the API.
 namespace xfunc {
 
 // NOTE: [Lazy instantiation]
@@ -23,69 +28,100 @@ namespace xfunc {
 // measures it. The definitions repeat `template <int D>` without the default.
 
 // pointwise unary (ops/pointwise.hpp)
+/// Elementwise negation, -x (also unary `-`).
 template <int D = 0>
 tensor neg(const tensor& x);
+/// Elementwise exponential, e^x.
 template <int D = 0>
 tensor exp(const tensor& x);
+/// Elementwise natural logarithm.
 template <int D = 0>
 tensor log(const tensor& x);
+/// Elementwise sine.
 template <int D = 0>
 tensor sin(const tensor& x);
+/// Elementwise cosine.
 template <int D = 0>
 tensor cos(const tensor& x);
+/// Elementwise tangent.
 template <int D = 0>
 tensor tan(const tensor& x);
+/// Elementwise hyperbolic tangent.
 template <int D = 0>
 tensor tanh(const tensor& x);
+/// Elementwise logistic sigmoid, 1 / (1 + e^-x).
 template <int D = 0>
 tensor sigmoid(const tensor& x);
+/// Elementwise max(x, 0) (gradient 0 where x <= 0).
 template <int D = 0>
 tensor relu(const tensor& x);
+/// Elementwise absolute value.
 template <int D = 0>
 tensor abs(const tensor& x);
+/// Elementwise square root.
 template <int D = 0>
 tensor sqrt(const tensor& x);
+/// Elementwise reciprocal square root, 1 / sqrt(x).
 template <int D = 0>
 tensor rsqrt(const tensor& x);
+/// Elementwise square, x * x.
 template <int D = 0>
 tensor square(const tensor& x);
+/// Elementwise log(1 + x), accurate for small x.
 template <int D = 0>
 tensor log1p(const tensor& x);
+/// Elementwise e^x - 1, accurate for small x.
 template <int D = 0>
 tensor expm1(const tensor& x);
+/// Elementwise sign: -1, 0 or 1 (gradient 0).
 template <int D = 0>
 tensor sign(const tensor& x);
+/// Elementwise reciprocal, 1 / x.
 template <int D = 0>
 tensor reciprocal(const tensor& x);
+/// Elementwise Gauss error function.
 template <int D = 0>
 tensor erf(const tensor& x);
 
 // pointwise binary (ops/pointwise.hpp); a double on either side is a 0-d tensor that does not
 // widen a floating tensor
+///@{
+/// Elementwise sum a + b (also `+`), broadcasting like NumPy.
 template <int D = 0>
 tensor add(const tensor& a, const tensor& b);
 template <int D = 0>
 tensor add(const tensor& a, double b);
 template <int D = 0>
 tensor add(double a, const tensor& b);
+///@}
+///@{
+/// Elementwise difference a - b (also binary `-`), broadcasting like NumPy.
 template <int D = 0>
 tensor sub(const tensor& a, const tensor& b);
 template <int D = 0>
 tensor sub(const tensor& a, double b);
 template <int D = 0>
 tensor sub(double a, const tensor& b);
+///@}
+///@{
+/// Elementwise product a * b (also `*`), broadcasting like NumPy.
 template <int D = 0>
 tensor mul(const tensor& a, const tensor& b);
 template <int D = 0>
 tensor mul(const tensor& a, double b);
 template <int D = 0>
 tensor mul(double a, const tensor& b);
+///@}
+///@{
+/// Elementwise quotient a / b (also `/`), broadcasting like NumPy; true division (integer
+/// operands give float32).
 template <int D = 0>
 tensor div(const tensor& a, const tensor& b);
 template <int D = 0>
 tensor div(const tensor& a, double b);
 template <int D = 0>
 tensor div(double a, const tensor& b);
+///@}
 template <int D = 0>
 tensor pow(const tensor& a, const tensor& b);
 template <int D = 0>
@@ -104,28 +140,40 @@ template <int D = 0>
 tensor clamp(const tensor& t, double lo, double hi);
 
 // comparison and logical (ops/comparison.hpp): boolean results, never differentiable
+/// Boolean tensor: a equal to b elementwise (also `==`), broadcasting.
 template <int D = 0>
 tensor eq(const tensor& a, const tensor& b);
+/// Boolean tensor: a not equal to b elementwise (also `!=`), broadcasting.
 template <int D = 0>
 tensor ne(const tensor& a, const tensor& b);
+/// Boolean tensor: a less than b elementwise (also `<`), broadcasting.
 template <int D = 0>
 tensor lt(const tensor& a, const tensor& b);
+/// Boolean tensor: a less than or equal to b elementwise (also `<=`), broadcasting.
 template <int D = 0>
 tensor le(const tensor& a, const tensor& b);
+/// Boolean tensor: a greater than b elementwise (also `>`), broadcasting.
 template <int D = 0>
 tensor gt(const tensor& a, const tensor& b);
+/// Boolean tensor: a greater than or equal to b elementwise (also `>=`), broadcasting.
 template <int D = 0>
 tensor ge(const tensor& a, const tensor& b);
+/// Boolean tensor: a equal to the scalar b elementwise (also `==`).
 template <int D = 0>
 tensor eq(const tensor& a, double b);
+/// Boolean tensor: a not equal to the scalar b elementwise (also `!=`).
 template <int D = 0>
 tensor ne(const tensor& a, double b);
+/// Boolean tensor: a less than the scalar b elementwise (also `<`).
 template <int D = 0>
 tensor lt(const tensor& a, double b);
+/// Boolean tensor: a less than or equal to the scalar b elementwise (also `<=`).
 template <int D = 0>
 tensor le(const tensor& a, double b);
+/// Boolean tensor: a greater than the scalar b elementwise (also `>`).
 template <int D = 0>
 tensor gt(const tensor& a, double b);
+/// Boolean tensor: a greater than or equal to the scalar b elementwise (also `>=`).
 template <int D = 0>
 tensor ge(const tensor& a, double b);
 template <int D = 0>
@@ -235,6 +283,9 @@ bool allclose(const tensor& a, const tensor& b, double rtol = 1e-5, double atol 
 bool equal(const tensor& a, const tensor& b);
 
 // operators
+///@{
+/// Arithmetic operators: `-a` is neg(a), and `+ - * /` are add, sub, mul and div (a double on
+/// either side).
 template <int D = 0>
 tensor operator-(const tensor& a) { return neg(a); }
 template <int D = 0>
@@ -261,6 +312,10 @@ template <int D = 0>
 tensor operator/(const tensor& a, double b) { return div(a, b); }
 template <int D = 0>
 tensor operator/(double a, const tensor& b) { return div(a, b); }
+///@}
+///@{
+/// Comparison operators: `== != < <= > >=` are eq, ne, lt, le, gt and ge, giving boolean
+/// tensors (a double on either side).
 template <int D = 0>
 tensor operator==(const tensor& a, const tensor& b) { return eq(a, b); }
 template <int D = 0>
@@ -297,5 +352,6 @@ template <int D = 0>
 tensor operator==(double a, const tensor& b) { return eq(b, a); }
 template <int D = 0>
 tensor operator!=(double a, const tensor& b) { return ne(b, a); }
+///@}
 
 }  // namespace xfunc

@@ -1,5 +1,6 @@
 #pragma once
-// Public testing helpers: finite-difference gradient checks and vmap-against-a-loop checks.
+/// \file
+/// Public testing helpers: finite-difference gradient checks and vmap-against-a-loop checks.
 #include <array>
 #include <cstring>
 #include <iostream>
@@ -8,13 +9,17 @@
 #include <xfunc/testing/finite_differences.hpp>
 #include <xfunc/xfunc.hpp>
 
+/// Checks for code written with xfunc: gradients against finite differences (gradcheck,
+/// gradgradcheck) and vmap against a per-example loop (vmap_matches_loop).
 namespace xfunc::testing {
 
 /// Pass as the first argument after f to make a failed check throw xf::error instead of
 /// returning false.
 struct raise_t {};
+/// The value of raise_t: `gradcheck(f, xf::testing::raise, x)` throws on a mismatch.
 inline constexpr raise_t raise{};
 
+/// The finite-difference step and tolerances of the checks: eps 1e-6, atol 1e-5, rtol 1e-3.
 using tolerances = xfunc::detail::fd_tolerances;
 
 namespace detail {
@@ -44,6 +49,7 @@ bool gradcheck_impl(bool raise, const tolerances& tol, const F& f, const T&... i
 }
 }  // namespace detail
 
+///@{
 /// Compares vjp and jvp of f at `inputs` against central finite differences in float64
 /// (eps 1e-6, atol 1e-5, rtol 1e-3). Returns false on mismatch; throws with xf::testing::raise.
 template <class F, class... T>
@@ -54,6 +60,7 @@ template <class F, class... T>
 bool gradcheck(const F& f, raise_t, const T&... inputs) {
   return detail::gradcheck_impl(true, {}, f, inputs...);
 }
+///@}
 
 /// gradcheck of the vjp of f (second derivatives), with a fixed cotangent.
 template <class F, class... T>
@@ -65,6 +72,9 @@ bool gradgradcheck_impl(bool raise, const F& f, const T&... inputs) {
   };
   return detail::gradcheck_impl(raise, {}, vjp_of_f, inputs...);
 }
+///@{
+/// Checks second derivatives: gradcheck of f's vjp (with a fixed cotangent). Returns false on
+/// mismatch; throws with xf::testing::raise.
 template <class F, class... T>
 bool gradgradcheck(const F& f, const T&... inputs) {
   return gradgradcheck_impl(false, f, inputs...);
@@ -73,6 +83,7 @@ template <class F, class... T>
 bool gradgradcheck(const F& f, raise_t, const T&... inputs) {
   return gradgradcheck_impl(true, f, inputs...);
 }
+///@}
 
 /// Whether vmap(f, dims)(args...) equals running f on each example and stacking (out_dims 0).
 template <class F, class IN, class... A>

@@ -1,5 +1,6 @@
 #pragma once
-// The whole CPU library: tensors, every operator, and the function transforms.
+/// \file
+/// The whole CPU library: tensors, every operator, and the function transforms.
 #include <xfunc/core/device.hpp>
 #include <xfunc/core/dtype.hpp>
 #include <xfunc/core/error.hpp>
@@ -16,6 +17,8 @@
 #include <xfunc/extend/control_flow.hpp>
 #include <xfunc/extend/higher_order_op.hpp>
 #include <xfunc/extend/interpreter.hpp>
+#include <xfunc/io/npy.hpp>
+#include <xfunc/io/npz.hpp>
 #include <xfunc/ops/comparison.hpp>
 #include <xfunc/ops/creation.hpp>
 #include <xfunc/ops/indexing.hpp>
@@ -25,6 +28,7 @@
 #include <xfunc/ops/pointwise.hpp>
 #include <xfunc/ops/reduction.hpp>
 #include <xfunc/ops/view.hpp>
+#include <xfunc/optim.hpp>
 #include <xfunc/transforms/functionalize.hpp>
 #include <xfunc/transforms/grad.hpp>
 #include <xfunc/transforms/jacobian.hpp>

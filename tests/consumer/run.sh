@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Builds and runs tests/consumer/project both ways: add_subdirectory(xfunc), and
-# find_package(xfunc) after cmake --install of the suite's own build (<build dir>, already built)
-# into a scratch prefix; the second way also with the installed precompiled kernel library
-# (xfunc::kernels) when that build has it. The consumer is built unoptimised, to keep this short.
+# Builds and runs tests/consumer/project the ways a downstream user consumes xfunc:
+#  1. add_subdirectory(xfunc);
+#  2. find_package(xfunc 0.2 REQUIRED [COMPONENTS distributed]) after cmake --install of the
+#     suite's own build (<build dir>, already built) into a scratch prefix, with the installed
+#     precompiled kernel library (xfunc::kernels) when that build has it, and the distributed
+#     component when that build has xfunc::distributed;
+#  3. what find_package must refuse: another minor version (0.3), the cuda component (not built
+#     yet) and an unknown component, each with a message saying why;
+#  4. pkg-config: g++ with `pkg-config --cflags --libs xfunc` (and xfunc-kernels) on the same
+#     program.
+# The consumer is built unoptimised, to keep this short.
 # Usage: run.sh <source dir> <work dir> <build dir>
 set -euo pipefail
 src=$1
@@ -16,13 +23,49 @@ cmake -S "$project" -B "$work/subdir" -DXFUNC_SOURCE="$src" -DCMAKE_BUILD_TYPE= 
 cmake --build "$work/subdir" >/dev/null
 "$work/subdir/app"
 
-cmake --install "$build" --prefix "$work/prefix" >/dev/null
-cmake -S "$project" -B "$work/installed" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE= >/dev/null
+prefix="$work/prefix"
+cmake --install "$build" --prefix "$prefix" >/dev/null
+components=""
+if [ -f "$build/pkgconfig/xfunc-distributed.pc" ]; then components="distributed"; fi
+cmake -S "$project" -B "$work/installed" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE= \
+  -DXFUNC_WANT_COMPONENTS="$components" >/dev/null
 cmake --build "$work/installed" >/dev/null
 "$work/installed/app"
-if [ -f "$build/libxfunc_kernels.a" ]; then
-  "$work/installed/app_kernels"
-  echo "consumer: add_subdirectory and find_package both work, find_package also with xfunc::kernels"
-else
-  echo "consumer: add_subdirectory and find_package both work (this build has no xfunc::kernels)"
+if [ -f "$build/libxfunc_kernels.a" ]; then "$work/installed/app_kernels"; fi
+if [ -n "$components" ]; then
+  # a world of one, without mpirun (settings as for our MPI tests: no CMA, yield while waiting)
+  env OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_pml=ob1 \
+    "$work/installed/app_distributed"
 fi
+
+# refused: configure must fail, and its output must say why
+expect_refusal() {  # expect_refusal NAME PHRASE cmake-args...
+  local name=$1 phrase=$2 out
+  shift 2
+  if out=$(cmake -S "$project" -B "$work/$name" -DCMAKE_PREFIX_PATH="$prefix" "$@" 2>&1); then
+    echo "consumer: find_package accepted $name; it must refuse it" >&2
+    exit 1
+  fi
+  if ! grep -q -- "$phrase" <<<"$out"; then
+    printf 'consumer: find_package refused %s without saying "%s":\n%s\n' "$name" "$phrase" "$out" >&2
+    exit 1
+  fi
+}
+expect_refusal version_0.3 "0.2.0" -DXFUNC_WANT_VERSION=0.3
+expect_refusal cuda "no xfunc::cuda" -DXFUNC_WANT_COMPONENTS=cuda
+expect_refusal unknown "no component 'sparse'" -DXFUNC_WANT_COMPONENTS=sparse
+
+# pkg-config, from the installed .pc files
+pcdir=$(dirname "$(find "$prefix" -name xfunc.pc | head -n1)")
+export PKG_CONFIG_PATH="$pcdir"
+[ "$(pkg-config --modversion xfunc)" = "$(sed -n 's/^Version: //p' "$pcdir/xfunc.pc")" ]
+# shellcheck disable=SC2046  # the flags are words
+g++ "$project/main.cpp" -o "$work/app_pkgconfig" $(pkg-config --cflags --libs xfunc)
+"$work/app_pkgconfig"
+if [ -f "$pcdir/xfunc-kernels.pc" ]; then
+  # shellcheck disable=SC2046
+  g++ "$project/main.cpp" -o "$work/app_pkgconfig_kernels" $(pkg-config --cflags --libs xfunc-kernels)
+  "$work/app_pkgconfig_kernels"
+fi
+echo "consumer: add_subdirectory, find_package (version 0.2${components:+, components: $components}," \
+     "refusals) and pkg-config all work"

@@ -57,6 +57,17 @@ provide() {
       mkdir -p "$inc/benchmark" "$root/lib/x86_64-linux-gnu/cmake/benchmark"
       echo '// benchmark' >"$inc/benchmark/benchmark.h"
       touch "$root/lib/x86_64-linux-gnu/cmake/benchmark/benchmarkConfig.cmake" ;;
+    libzip-dev)
+      mkdir -p "$inc" "$root/lib/x86_64-linux-gnu"
+      echo '// zip' >"$inc/zip.h"
+      touch "$root/lib/x86_64-linux-gnu/libzip.so" ;;
+    libdlpack-dev)
+      mkdir -p "$inc/dlpack"
+      echo '// dlpack' >"$inc/dlpack/dlpack.h" ;;
+    doxygen | pkg-config)
+      mkdir -p "$root/bin"
+      printf '#!/bin/sh\nexit 0\n' >"$root/bin/$pkg"
+      chmod +x "$root/bin/$pkg" ;;
     libopenmpi-dev)  # Debian points /usr/include/<triplet>/mpi at Open MPI's include directory
       mkdir -p "$inc/x86_64-linux-gnu/mpi"
       echo '// mpi' >"$inc/x86_64-linux-gnu/mpi/mpi.h" ;;
@@ -137,8 +148,8 @@ done
 EOF
 chmod +x "$bin"/*
 
-all_pkgs=(libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2
-          libbenchmark-dev libopenmpi-dev openmpi-bin)
+all_pkgs=(libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2
+          libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin)
 
 # new_machine PACKAGE...: a fresh fake /usr with those packages' files
 root=""
@@ -166,6 +177,7 @@ run_script() {
           FAKE_APT_LOG="$tmp/apt.log" XFUNC_APT_GET="$bin/apt-get" CMAKE_PREFIX_PATH= \
           XFUNC_DEPS_INCLUDE_DIRS="$root/include/x86_64-linux-gnu:$root/include" \
           XFUNC_DEPS_LIB_DIRS="$root/lib/x86_64-linux-gnu" XFUNC_DEPS_MPIRUN="$root/bin/mpirun" \
+          XFUNC_DEPS_DOXYGEN="$root/bin/doxygen" XFUNC_DEPS_PKG_CONFIG="$root/bin/pkg-config" \
           "$@" bash "$script" 2>&1 </dev/null) || rc=$?
 }
 
@@ -197,7 +209,7 @@ grep -q '^xfunc: nothing to install$' <<<"$out" || fail "include path from the c
 grep -q "include path: $root/include/x86_64-linux-gnu $root/include;" <<<"$out" || fail "compiler include path: $out"
 
 # Each unmet need plans its one package, and only that
-new_machine xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libbenchmark-dev libopenmpi-dev openmpi-bin
+new_machine xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin
 expect_plan "no Boost" "libboost-dev"
 provide "$root" libboost1.65-dev 106500
 expect_plan "Boost 1.65 (older than the 1.71 CMake asks for)" "libboost-dev"
@@ -205,7 +217,7 @@ provide "$root" libboost1.81-dev 108100
 rm "$root/include/boost/hana.hpp"
 expect_plan "Boost without Hana" "libboost-dev"
 
-new_machine libboost1.81-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libbenchmark-dev libopenmpi-dev openmpi-bin
+new_machine libboost1.81-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin
 expect_plan "no xtl" "xtl-dev"
 provide "$root" xtl-dev
 rm "$root/share/cmake/xtl/xtlConfig.cmake"
@@ -234,26 +246,38 @@ expect_plan "Catch2 3" "catch2"
 rm "$root/include/catch2/catch.hpp"
 expect_plan "no catch2/catch.hpp" "catch2"
 
-new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libopenmpi-dev openmpi-bin
+new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libopenmpi-dev openmpi-bin
 expect_plan "no Google Benchmark" "libbenchmark-dev"
 expect_plan "no Google Benchmark, not needed" "" XFUNC_DEPS_BENCHMARKS=0
 
-new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libbenchmark-dev
+new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev
 expect_plan "no Open MPI" "libopenmpi-dev openmpi-bin"
 expect_plan "no Open MPI, not needed" "" XFUNC_DEPS_DISTRIBUTED=0
 provide "$root" openmpi-bin
 expect_plan "mpirun without the MPI headers" "libopenmpi-dev"
+
+# The needs added with npz files, DLPack, the API reference and the pkg-config check
+new_machine "${all_pkgs[@]}"
+rm "$root/include/zip.h"
+expect_plan "no zip.h" "libzip-dev"
+new_machine "${all_pkgs[@]}"
+rm "$root/lib/x86_64-linux-gnu/libzip.so"
+expect_plan "no libzip.so" "libzip-dev"
+new_machine "${all_pkgs[@]}"
+rm -r "$root/include/dlpack" "$root/bin/doxygen" "$root/bin/pkg-config"
+expect_plan "no DLPack header, doxygen or pkg-config" "libdlpack-dev doxygen pkg-config"
+expect_plan "no DLPack header, doxygen or pkg-config, no tests" "" XFUNC_DEPS_TESTS=0
 
 new_machine "${all_pkgs[@]}"
 expect_plan "g++ 10" "g++" FAKE_GCC_VERSION=10.2.1
 expect_plan "cmake 3.18" "cmake" FAKE_CMAKE_VERSION=3.18.4
 expect_plan "no compiler" "g++" CXX=no-such-compiler-xfunc
 new_machine
-expect_plan "an empty machine" "libboost-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libbenchmark-dev libopenmpi-dev openmpi-bin"
+expect_plan "an empty machine" "libboost-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin"
 
 # ---- installing (with the fake apt-get and sudo) ------------------------------------------
 
-new_machine libboost1.81-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev catch2 libopenmpi-dev openmpi-bin
+new_machine libboost1.81-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libopenmpi-dev openmpi-bin
 run_script
 [ "$rc" = 0 ] || { fail "install: exit status $rc"; echo "$out" >&2; }
 grep -q '^xfunc: all build dependencies are met$' <<<"$out" || fail "install: not met afterwards: $out"
@@ -269,7 +293,7 @@ if [ "$rc" != 0 ] || [ -s "$tmp/apt.log" ]; then
 fi
 
 # a package that does not provide what was missing: the script says so and fails
-new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev catch2 libbenchmark-dev libopenmpi-dev openmpi-bin
+new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin
 run_script FAKE_APT_BROKEN=1
 [ "$rc" != 0 ] || fail "install that provides nothing: exit status 0"
 grep -q 'still unmet after installing libopenblas-dev: \[OpenBLAS' <<<"$out" || fail "install that provides nothing: $out"

@@ -34,11 +34,14 @@ void binary_scalar_left_block(void* dst, const void*, const void* b, double s, s
 }
 
 /// Whether t can be read by a deferred program producing `shape` in dtype dt: a deferred
-/// tensor, or a contiguous dense cpu tensor of exactly that shape and dtype.
+/// tensor, or a contiguous dense cpu tensor of exactly that shape and dtype whose buffer no other
+/// library shares (it could write the buffer before the program runs: NOTE: [Memory shared with
+/// other libraries]).
 inline bool deferrable_operand(const tensor& t, const shape_t& shape, dtype dt) {
   const tensor_impl* p = t.impl();
-  return p->is_dense() && p->dev == cpu && p->dt == dt && p->shape == shape &&
-         (p->deferred.load(std::memory_order_acquire) || is_contiguous_layout(p->shape, p->strides));
+  if (!p->is_dense() || p->dev != cpu || p->dt != dt || p->shape != shape) return false;
+  if (p->deferred.load(std::memory_order_acquire)) return true;
+  return is_contiguous_layout(p->shape, p->strides) && !p->store->shared_externally.load(std::memory_order_acquire);
 }
 
 /// Whether a pointwise call of `numel` elements in dtype dt may be deferred at all (checked

@@ -1,6 +1,7 @@
 #pragma once
-// The CPU thread pool (API.md §6): xf::set_num_threads / xf::get_num_threads, and
-// detail::backend::parallel_for, which kernels use to split large work over the pool.
+/// \file
+/// The CPU thread pool (API.md §6): xf::set_num_threads / xf::get_num_threads, and
+/// detail::backend::parallel_for, which kernels use to split large work over the pool.
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>

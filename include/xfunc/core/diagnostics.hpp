@@ -28,6 +28,24 @@
   "xf::jvp(f, primals, tangents): tangents must have the same structure as primals (one tensor per primal tensor, in the same containers)"
 #define XFUNC_MSG_LINEARIZE_TANGENT_TYPES \
   "xf::linearize: jvp_fn takes one tangent per primal, with the primals' types"
+#define XFUNC_MSG_OPTIM_ADAMW_INIT_PARAMS \
+  "xf::optim::adamw::init(params): params must be a pytree of xf::tensor leaves (a tensor, std::tuple, std::pair, std::array, std::vector or Boost.Hana struct)"
+#define XFUNC_MSG_OPTIM_ADAMW_UPDATE_GRADS \
+  "xf::optim::adamw::update(params, grads, state): grads must have the pytree type of params; pass the gradient xf::grad(loss) returns for params"
+#define XFUNC_MSG_OPTIM_ADAMW_UPDATE_STATE \
+  "xf::optim::adamw::update(params, grads, state): state must be the xf::optim::adam_state<Params> that adamw::init(params) or a previous adamw::update returned"
+#define XFUNC_MSG_OPTIM_ADAM_INIT_PARAMS \
+  "xf::optim::adam::init(params): params must be a pytree of xf::tensor leaves (a tensor, std::tuple, std::pair, std::array, std::vector or Boost.Hana struct)"
+#define XFUNC_MSG_OPTIM_ADAM_UPDATE_GRADS \
+  "xf::optim::adam::update(params, grads, state): grads must have the pytree type of params; pass the gradient xf::grad(loss) returns for params"
+#define XFUNC_MSG_OPTIM_ADAM_UPDATE_STATE \
+  "xf::optim::adam::update(params, grads, state): state must be the xf::optim::adam_state<Params> that adam::init(params) or a previous adam::update returned"
+#define XFUNC_MSG_OPTIM_SGD_INIT_PARAMS \
+  "xf::optim::sgd::init(params): params must be a pytree of xf::tensor leaves (a tensor, std::tuple, std::pair, std::array, std::vector or Boost.Hana struct)"
+#define XFUNC_MSG_OPTIM_SGD_UPDATE_GRADS \
+  "xf::optim::sgd::update(params, grads, state): grads must have the pytree type of params; pass the gradient xf::grad(loss) returns for params"
+#define XFUNC_MSG_OPTIM_SGD_UPDATE_STATE \
+  "xf::optim::sgd::update(params, grads, state): state must be the xf::optim::sgd_state<Params> that sgd::init(params) or a previous sgd::update returned"
 #define XFUNC_MSG_OPTION_TWICE \
   "xf: the same kind of option is given twice; pass each option once"
 #define XFUNC_MSG_VJP_COTANGENT_TYPE \

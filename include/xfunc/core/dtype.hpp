@@ -1,5 +1,6 @@
 #pragma once
-// Element types: the four dtypes, their C++ types, promotion and a visitor.
+/// \file
+/// Element types: the four dtypes, their C++ types, promotion and a visitor.
 #include <xfunc/core/diagnostics.hpp>
 #include <cstdint>
 #include <ostream>
@@ -13,10 +14,13 @@ namespace xfunc {
 /// Element type of a tensor.
 enum class dtype : std::uint8_t { float32, float64, int64, boolean };
 
+///@{
+/// Short names of the dtypes: f32, f64, i64 and b8 (boolean), as in `xf::zeros({2}, xf::f64)`.
 inline constexpr dtype f32 = dtype::float32;
 inline constexpr dtype f64 = dtype::float64;
 inline constexpr dtype i64 = dtype::int64;
 inline constexpr dtype b8 = dtype::boolean;
+///@}
 
 /// "float32", "float64", "int64", "bool".
 constexpr std::string_view dtype_name(dtype d) {
@@ -29,10 +33,13 @@ constexpr std::string_view dtype_name(dtype d) {
   return "?";
 }
 
+/// Prints dtype_name(d).
 inline std::ostream& operator<<(std::ostream& os, dtype d) { return os << dtype_name(d); }
 
+/// Whether d is float32 or float64, the dtypes that can be differentiated.
 constexpr bool is_floating(dtype d) { return d == dtype::float32 || d == dtype::float64; }
 
+/// Bytes per element of d.
 constexpr std::size_t dtype_size(dtype d) {
   switch (d) {
     case dtype::float32: return 4;

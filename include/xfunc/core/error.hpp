@@ -1,5 +1,6 @@
 #pragma once
-// xf::error: the one exception type every runtime check of xfunc throws.
+/// \file
+/// xf::error: the one exception type every runtime check of xfunc throws.
 #include <sstream>
 #include <stdexcept>
 #include <string>

@@ -1,6 +1,7 @@
 #pragma once
-// The data of one transform layer (its kind, unique level and liveness). The stack of layers
-// and the interpreters that act on them live in dispatch/.
+/// \file
+/// The data of one transform layer (its kind, unique level and liveness). The stack of layers
+/// and the interpreters that act on them live in dispatch/.
 #include <atomic>
 #include <cstdint>
 #include <memory>

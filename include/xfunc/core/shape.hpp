@@ -1,5 +1,6 @@
 #pragma once
-// xf::shape_t: a small inline vector of int64_t extents (no heap allocation per tensor).
+/// \file
+/// xf::shape_t: a small inline vector of int64_t extents (no heap allocation per tensor).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -15,50 +16,69 @@ namespace xfunc {
 /// Shape or strides of a tensor: a random-access range of int64_t, brace-initialisable.
 class shape_t {
  public:
+  /// The most dimensions a tensor can have.
   static constexpr std::size_t max_dims = 16;
+  ///@{
+  /// Container types: the elements are int64_t extents, the iterators plain pointers.
   using value_type = std::int64_t;
   using iterator = std::int64_t*;
   using const_iterator = const std::int64_t*;
+  ///@}
 
+  /// No extents (the shape of a 0-d tensor).
   shape_t() {}  // NOLINT: user-provided, so value-initialisation does not zero the array
   // Copies only the used extents: shapes are copied on every op, and most have few dims.
+  /// Copies the extents.
   shape_t(const shape_t& o) : n_(o.n_) { copy_extents(o); }
+  /// Copies the extents.
   shape_t& operator=(const shape_t& o) {
     n_ = o.n_;
     copy_extents(o);
     return *this;
   }
+  /// From a braced list of extents: `shape_t{2, 3}`.
   shape_t(std::initializer_list<std::int64_t> l) { assign(l.begin(), l.end()); }
+  /// n extents, each equal to v.
   explicit shape_t(std::size_t n, std::int64_t v = 0) { resize(n, v); }
+  /// From a range of integers.
   template <class It>
   shape_t(It b, It e) { assign(b, e); }
+  /// From a std::vector of extents (implicit, so a vector converts where a shape is expected).
   shape_t(const std::vector<std::int64_t>& v) { assign(v.begin(), v.end()); }  // NOLINT
 
+  /// Replaces the extents with those of the range [b, e).
   template <class It>
   void assign(It b, It e) {
     n_ = 0;
     for (; b != e; ++b) push_back(static_cast<std::int64_t>(*b));
   }
+  /// Appends an extent (throws xf::error beyond max_dims).
   void push_back(std::int64_t v) {
     if (n_ == max_dims) detail::fail("xf: tensors have at most ", max_dims, " dimensions");
     d_[n_++] = v;
   }
+  /// Inserts extent v before position pos.
   void insert(std::size_t pos, std::int64_t v) {
     push_back(0);
     for (std::size_t i = n_ - 1; i > pos; --i) d_[i] = d_[i - 1];
     d_[pos] = v;
   }
+  /// Removes the extent at position pos.
   void erase(std::size_t pos) {
     for (std::size_t i = pos; i + 1 < n_; ++i) d_[i] = d_[i + 1];
     --n_;
   }
+  /// Makes the number of extents n, new ones equal to v (throws xf::error beyond max_dims).
   void resize(std::size_t n, std::int64_t v = 0) {
     if (n > max_dims) detail::fail("xf: tensors have at most ", max_dims, " dimensions");
     for (std::size_t i = n_; i < n; ++i) d_[i] = v;
     n_ = n;
   }
+  /// Number of extents (a tensor's dim()).
   std::size_t size() const { return n_; }
+  /// Whether there are no extents (a 0-d tensor's shape).
   bool empty() const { return n_ == 0; }
+  /// Extent i (unchecked).
   std::int64_t& operator[](std::size_t i) { return d_[i]; }
 // Entries past n_ are never read, but once a default-constructed shape is copied inline GCC 12
 // cannot always see that (-Wmaybe-uninitialized false positives at the reads below).
@@ -66,15 +86,23 @@ class shape_t {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+  /// Extent i (unchecked).
   std::int64_t operator[](std::size_t i) const { return d_[i]; }
+  /// The last extent.
   std::int64_t back() const { return d_[n_ - 1]; }
+  ///@{
+  /// Iterators over the extents.
   std::int64_t* begin() { return d_; }
   std::int64_t* end() { return d_ + n_; }
   const std::int64_t* begin() const { return d_; }
   const std::int64_t* end() const { return d_ + n_; }
+  ///@}
+  /// Pointer to the first extent.
   const std::int64_t* data() const { return d_; }
+  /// The extents as a std::vector.
   std::vector<std::int64_t> vec() const { return {begin(), end()}; }
 
+  /// Same number of dimensions and the same extents.
   friend bool operator==(const shape_t& a, const shape_t& b) {
     // a plain loop: std::equal becomes a memcmp call, which costs more for a few extents
     if (a.n_ != b.n_) return false;
@@ -82,6 +110,7 @@ class shape_t {
       if (a.d_[i] != b.d_[i]) return false;
     return true;
   }
+  /// Prints the extents as `[2, 3]`.
   friend std::ostream& operator<<(std::ostream& os, const shape_t& s) {
     os << '[';
     for (std::size_t i = 0; i < s.n_; ++i) os << (i ? ", " : "") << s.d_[i];

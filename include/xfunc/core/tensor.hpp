@@ -144,8 +144,13 @@ struct storage {
              " (the allocator returned no memory); use smaller tensors or free some first");
     }
   }
+  /// `nbytes` at `data`, memory another library owns (a DLPack import): the destructor gives it
+  /// back with `release(release_context)` (NOTE: [Memory shared with other libraries]).
+  storage(std::byte* data, std::size_t nbytes, void (*release)(void*), void* release_context)
+      : data(data), nbytes(nbytes), release(release), release_context(release_context), shared_externally(true) {}
   ~storage() {
-    if (data != small) large_buffer_cache::instance().put(data, rounded());
+    if (release) release(release_context);
+    else if (data != small) large_buffer_cache::instance().put(data, rounded());
   }
   storage(const storage&) = delete;
   storage& operator=(const storage&) = delete;
@@ -153,6 +158,10 @@ struct storage {
   std::byte* data;
   std::size_t nbytes;
   std::atomic<int> deferred_readers{0};  // deferred values reading this buffer (core/deferred.hpp)
+  void (*release)(void*) = nullptr;       // set for memory owned by another library
+  void* release_context = nullptr;
+  // Another library may read or write this buffer (DLPack), so no deferred program may read it.
+  std::atomic<bool> shared_externally{false};
   alignas(16) std::byte small[32];
 
  private:

@@ -1,5 +1,6 @@
 #pragma once
-// Reading values out of tensors: item(), printing, allclose/equal, to(device), xtensor interop.
+/// \file
+/// Reading values out of tensors: item(), printing, allclose/equal, to(device), xtensor interop.
 #include <cmath>
 #include <iomanip>
 #include <ostream>
@@ -81,6 +82,8 @@ xt::xarray<T> to_xtensor(const tensor& t) {
   return out;
 }
 
+/// Whether a and b have the same shape and |a - b| <= atol + rtol * |b| elementwise (a NaN
+/// matches nothing), compared in float64.
 inline bool allclose(const tensor& a, const tensor& b, double rtol, double atol) {
   const tensor& x = detail::concrete_value(a, "allclose");
   const tensor& y = detail::concrete_value(b, "allclose");
@@ -96,6 +99,7 @@ inline bool allclose(const tensor& a, const tensor& b, double rtol, double atol)
   return true;
 }
 
+/// Whether a and b have the same shape, the same dtype and equal values.
 inline bool equal(const tensor& a, const tensor& b) {
   const tensor& x = detail::concrete_value(a, "equal");
   const tensor& y = detail::concrete_value(b, "equal");

@@ -1,6 +1,7 @@
 #pragma once
-// The thread-local stack of active transform layers, RAII guards to push and lower it, and
-// xf::layers::depth().
+/// \file
+/// The thread-local stack of active transform layers, RAII guards to push and lower it, and
+/// xf::layers::depth().
 #include <algorithm>
 #include <cstddef>
 #include <vector>
@@ -73,6 +74,7 @@ inline layer* innermost_vmap() {
 
 }  // namespace detail
 
+/// The transform layers active on this thread: how many (depth()) and the innermost (top()).
 namespace layers {
 /// Number of transform layers active on this thread (0 outside any transform).
 inline std::size_t depth() { return detail::current_stack().layers.size(); }

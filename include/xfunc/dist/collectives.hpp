@@ -1,9 +1,10 @@
 #pragma once
-// The collectives as ops: all_reduce, all_gather, reduce_scatter, broadcast, all_to_all,
-// ppermute (and reduce, the transpose of broadcast). Each op has, like any op (NOTE: [Op
-// definitions]), a kernel (meta shapes, or the communicator's buffer-level collective), a vjp (its
-// transpose), a jvp (the same collective on the tangent: they are linear) and a batch rule that
-// sends one message for the whole batch.
+/// \file
+/// The collectives as ops: all_reduce, all_gather, reduce_scatter, broadcast, all_to_all,
+/// ppermute (and reduce, the transpose of broadcast). Each op has, like any op (NOTE: [Op
+/// definitions]), a kernel (meta shapes, or the communicator's buffer-level collective), a vjp (its
+/// transpose), a jvp (the same collective on the tangent: they are linear) and a batch rule that
+/// sends one message for the whole batch.
 #include <cstdint>
 #include <string>
 #include <utility>

@@ -1,7 +1,8 @@
 #pragma once
-// xf::dist communicators: the MPI environment, the communicator handle, and the buffer-level
-// collectives beneath the collective ops (dist/collectives.hpp). MPI moves cpu buffers; the ops
-// never call MPI themselves (NOTE: [Communicator backends]).
+/// \file
+/// xf::dist communicators: the MPI environment, the communicator handle, and the buffer-level
+/// collectives beneath the collective ops (dist/collectives.hpp). MPI moves cpu buffers; the ops
+/// never call MPI themselves (NOTE: [Communicator backends]).
 #ifndef OMPI_SKIP_MPICXX
 #define OMPI_SKIP_MPICXX 1  // the C API only: Open MPI's deprecated C++ bindings warn under -Wpedantic
 #endif
@@ -29,11 +30,15 @@
 #include <xfunc/core/dtype.hpp>
 #include <xfunc/core/error.hpp>
 
+/// Distributed xfunc (`<xfunc/distributed.hpp>`, CMake target xfunc::distributed): collectives
+/// that are ops under every transform, over communicators backed by MPI (cpu) or NCCL (device
+/// buffers), and data-parallel helpers (docs/distributed.md).
 namespace xfunc::dist {
 
 /// How all_reduce and reduce_scatter combine the ranks' values.
 enum class reduce_op { sum, mean, max, min };
 
+/// "sum", "mean", "max" or "min".
 inline const char* reduce_op_name(reduce_op op) {
   switch (op) {
     case reduce_op::sum: return "sum";
@@ -302,6 +307,7 @@ inline void require_mpi(const char* what) {
 class communicator {
  public:
   communicator() = default;
+  /// A handle to the given state (library use: world() and split() make communicators).
   explicit communicator(std::shared_ptr<detail::comm_state> s) : s_(std::move(s)) {}
 
   /// This process's index in the group, 0 .. size()-1.
@@ -332,6 +338,7 @@ class communicator {
     if (!s_) detail::fail(what, ": the communicator is empty; use xf::dist::world() or a split of it");
     return *s_;
   }
+  /// Whether a and b are handles to the same communicator.
   friend bool operator==(const communicator& a, const communicator& b) { return a.s_ == b.s_; }
 
  private:
@@ -354,6 +361,7 @@ inline communicator world() {
 /// Checks shapes and dtypes across ranks before each collective (on by default); off saves one
 /// small message per collective.
 inline void set_checks(bool on) { detail::config().checks.store(on); }
+/// Whether the cross-rank checks of set_checks are on.
 inline bool checks_enabled() { return detail::config().checks.load(std::memory_order_relaxed); }
 /// How long a rank may wait in one collective before the job is aborted (NOTE: [Collective
 /// timeout]); zero or less: wait forever.
@@ -364,7 +372,9 @@ inline void set_timeout(std::chrono::milliseconds t) { detail::config().timeout_
 /// the job, so the other ranks do not wait for this one forever.
 class environment {
  public:
+  /// Initialises MPI without the command line.
   environment() { init(nullptr, nullptr); }
+  /// Initialises MPI with main's arguments (MPI may remove the ones it consumes).
   environment(int& argc, char**& argv) { init(&argc, &argv); }
   environment(const environment&) = delete;
   environment& operator=(const environment&) = delete;

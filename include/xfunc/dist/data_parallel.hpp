@@ -1,6 +1,7 @@
 #pragma once
-// Data parallelism: shard (this rank's part of a batch), average_gradients (a pytree of
-// gradients averaged across ranks in few large messages), rank_seed.
+/// \file
+/// Data parallelism: shard (this rank's part of a batch), average_gradients (a pytree of
+/// gradients averaged across ranks in few large messages), rank_seed.
 #include <algorithm>
 #include <cstdint>
 #include <cstring>

@@ -1,12 +1,13 @@
 #pragma once
-// NCCL, the transport for device buffers (NOTE: [Communicator backends]): the same buffer-level
-// collectives as comm_state's MPI ones, on CUDA device pointers and a stream. CMake target
-// xfunc::distributed_nccl (when the CUDA toolkit with NCCL is found); not part of
-// <xfunc/distributed.hpp>, whose users need no CUDA headers.
-//
-// Status: xfunc has no cuda tensors yet (the CUDA backend), so the collective ops cannot reach
-// this layer; it is usable directly on device buffers, compiled in CI, and tested on a GPU
-// only where one exists (tests/dist/test_nccl.cpp reports "skipped" otherwise).
+/// \file
+/// NCCL, the transport for device buffers (NOTE: [Communicator backends]): the same buffer-level
+/// collectives as comm_state's MPI ones, on CUDA device pointers and a stream. CMake target
+/// xfunc::distributed_nccl (when the CUDA toolkit with NCCL is found); not part of
+/// <xfunc/distributed.hpp>, whose users need no CUDA headers.
+///
+/// Status: xfunc has no cuda tensors yet (the CUDA backend), so the collective ops cannot reach
+/// this layer; it is usable directly on device buffers, compiled in CI, and tested on a GPU
+/// only where one exists (tests/dist/test_nccl.cpp reports "skipped" otherwise).
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -62,6 +63,8 @@ inline bool nccl_available() {
 /// communicator is aborted and wait throws ("timeout").
 class nccl_communicator {
  public:
+  /// Joins the ranks of `comm` in an NCCL communicator on GPU `device` (-1: chosen by the node-local
+  /// rank); collective over `comm`, and throws on every rank when one has no usable GPU.
   explicit nccl_communicator(const communicator& comm, int device = -1) {
     const char* what = "xf::dist::nccl_communicator";
     const detail::comm_state& c = comm.state(what);
@@ -95,8 +98,11 @@ class nccl_communicator {
     if (comm_) ncclCommDestroy(comm_);
   }
 
+  /// This process's index in the group.
   int rank() const { return rank_; }
+  /// The number of ranks in the group.
   int size() const { return size_; }
+  /// The CUDA device this rank uses.
   int device() const { return device_; }
 
   /// buf = op over ranks of buf (n elements, in place; mean averages floating values).

@@ -1,6 +1,7 @@
 #pragma once
-// xf::autograd::context: what a custom op's or custom function's setup_context hands to its
-// backward and jvp (saved tensors, marks, flags, typed non-tensor state), and xf::vmap_info.
+/// \file
+/// xf::autograd::context: what a custom op's or custom function's setup_context hands to its
+/// backward and jvp (saved tensors, marks, flags, typed non-tensor state), and xf::vmap_info.
 #include <any>
 #include <map>
 #include <string>
@@ -20,6 +21,8 @@ struct context_access;
 inline thread_local int tls_in_hop_grad_rule = 0;
 }  // namespace detail
 
+/// Custom derivative rules: autograd::function, autograd::single_level_function and the
+/// context their setup_context, backward and jvp share (as torch.autograd.Function).
 namespace autograd {
 
 /// State shared between setup_context, backward and jvp of one call of a custom op or function.
@@ -94,8 +97,11 @@ class context {
 /// What a vmap rule learns about the vmap layer it runs at.
 class vmap_info {
  public:
+  /// Made by xfunc for the rule it calls.
   vmap_info(std::int64_t batch_size, xfunc::randomness r) : batch_size_(batch_size), randomness_(r) {}
+  /// The size of the mapped dimension.
   std::int64_t batch_size() const { return batch_size_; }
+  /// The randomness option of the vmap layer (how random ops inside behave).
   xfunc::randomness randomness() const { return randomness_; }
 
  private:

@@ -1,7 +1,8 @@
 #pragma once
-// Built-in higher-order operators: xf::cond, xf::map, xf::scan, xf::while_loop. Each is an
-// xf::higher_order_op with one rule per transform kind, written with the public machinery
-// (extend/higher_order_op.hpp, extend/interpreter.hpp).
+/// \file
+/// Built-in higher-order operators: xf::cond, xf::map, xf::scan, xf::while_loop. Each is an
+/// xf::higher_order_op with one rule per transform kind, written with the public machinery
+/// (extend/higher_order_op.hpp, extend/interpreter.hpp).
 #include <cstdint>
 #include <functional>
 #include <initializer_list>

@@ -1,6 +1,7 @@
 #pragma once
-// xf::custom_op: an opaque operator declared by its C++ signature, with per-device kernels, a
-// fake kernel, an autograd formula and a vmap rule registered at run time (API.md §4.1).
+/// \file
+/// xf::custom_op: an opaque operator declared by its C++ signature, with per-device kernels, a
+/// fake kernel, an autograd formula and a vmap rule registered at run time (API.md §4.1).
 #include <algorithm>
 #include <array>
 #include <functional>
@@ -278,12 +279,15 @@ struct custom_op_call final : dyn_call {
 template <class Sig>
 class custom_op_handle;
 
+/// The handle of a custom op whose kernel has signature R(P...): call it like the kernel, and
+/// register kernels, a fake kernel and rules on it.
 template <class R, class... P>
 class custom_op_handle<R(P...)> {
   using def_t = detail::custom_op_def<R, P...>;
   using values_t = typename def_t::values_t;
 
  public:
+  /// A handle to a registration slot (library use: xf::custom_op makes handles).
   custom_op_handle(std::shared_ptr<detail::custom_op_slot> slot) : slot_(std::move(slot)) {}
 
   /// The op's name, "ns::name".

@@ -1,7 +1,8 @@
 #pragma once
-// xf::autograd::function<Derived>: a function with its own derivative rules (backward, jvp,
-// vmap), honoured under every composition of transforms; and single_level_function, the form a
-// higher-order op's grad rule uses to state its derivative at one layer.
+/// \file
+/// xf::autograd::function<Derived>: a function with its own derivative rules (backward, jvp,
+/// vmap), honoured under every composition of transforms; and single_level_function, the form a
+/// higher-order op's grad rule uses to state its derivative at one layer.
 #include <array>
 #include <atomic>
 #include <cxxabi.h>
@@ -214,6 +215,7 @@ namespace autograd {
 /// backward, jvp, and vmap or generate_vmap_rule (API.md §4.2). Call it with Derived::apply.
 template <class Derived>
 struct function {
+  /// Calls Derived::forward(args...) with Derived's rules applied under every active transform.
   template <class... Args>
   static auto apply(const Args&... args) {
     if constexpr (detail::function_checks<Derived, Args...>()) {
@@ -235,6 +237,8 @@ inline void set_single_level_function_allowed(bool on) { detail::single_level_al
 /// hidden and backward is recorded on it. Meant for a higher-order op's grad rule.
 template <class Derived>
 struct single_level_function {
+  /// Calls Derived::forward(args...) at the active grad layer only, recording Derived::backward on
+  /// it (throws "single-level" outside a higher-order op's grad rule).
   template <class... Args>
   static auto apply(const Args&... args) {
     if constexpr (detail::function_checks<Derived, Args...>()) {

@@ -1,6 +1,7 @@
 #pragma once
-// xf::higher_order_op<Sig>: an operator (typically one that takes functions) with a dense
-// implementation and one rule per transform kind, each rule written against xf::interpreter.
+/// \file
+/// xf::higher_order_op<Sig>: an operator (typically one that takes functions) with a dense
+/// implementation and one rule per transform kind, each rule written against xf::interpreter.
 #include <array>
 #include <atomic>
 #include <functional>

@@ -1,6 +1,7 @@
 #pragma once
-// xf::interpreter: the public view of one transform layer, for the rules of higher-order ops
-// (unwrap / wrap tensors of that layer, lower() to the layers below), and xf::layers::top().
+/// \file
+/// xf::interpreter: the public view of one transform layer, for the rules of higher-order ops
+/// (unwrap / wrap tensors of that layer, lower() to the layers below), and xf::layers::top().
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -36,6 +37,7 @@ struct unwrapped {
 /// is, how to take its tensors apart and make new ones, and how to call the layers below.
 class interpreter {
  public:
+  /// The view of `layer` (library use: rules receive interpreters, layers::top() returns one).
   explicit interpreter(detail::layer_ptr layer) : layer_(std::move(layer)) {}
 
   /// The kind of transform this layer belongs to.

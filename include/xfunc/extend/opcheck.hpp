@@ -1,5 +1,6 @@
 #pragma once
-// xf::opcheck: checks a custom op's registration against its kernel (API.md §4.1).
+/// \file
+/// xf::opcheck: checks a custom op's registration against its kernel (API.md §4.1).
 #include <sstream>
 
 #include <xfunc/extend/custom_op.hpp>

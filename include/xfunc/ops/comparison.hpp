@@ -1,6 +1,7 @@
 #pragma once
-// Comparison and logical ops: boolean results, never differentiable (no vjp/jvp: the grad and
-// jvp layers return their result untracked).
+/// \file
+/// Comparison and logical ops: boolean results, never differentiable (no vjp/jvp: the grad and
+/// jvp layers return their result untracked).
 #include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/ops/pointwise.hpp>
@@ -123,10 +124,13 @@ XFUNC_COMPARE(gt, gt_op)
 XFUNC_COMPARE(ge, ge_op)
 #undef XFUNC_COMPARE
 
+/// Boolean tensor: a and b are both nonzero, elementwise, broadcasting.
 template <int D>
 tensor logical_and(const tensor& a, const tensor& b) { return detail::call<detail::logical_and_op>({}, a, b); }
+/// Boolean tensor: a or b is nonzero, elementwise, broadcasting.
 template <int D>
 tensor logical_or(const tensor& a, const tensor& b) { return detail::call<detail::logical_or_op>({}, a, b); }
+/// Boolean tensor: a is zero, elementwise.
 template <int D>
 tensor logical_not(const tensor& a) { return detail::call<detail::logical_not_op>({}, a); }
 

@@ -1,9 +1,10 @@
 #pragma once
-// Factories. Inside transforms they return values of every grad, jvp and functionalize layer
-// on the stack and stay unbatched at vmap layers, except the *_like(t) factories, which follow
-// t's batching (NOTE: [Tensors created inside transforms]); random factories consult the vmap
-// layers on the stack for their randomness option. Library code uses the plain factories of
-// namespace detail.
+/// \file
+/// Factories. Inside transforms they return values of every grad, jvp and functionalize layer
+/// on the stack and stay unbatched at vmap layers, except the *_like(t) factories, which follow
+/// t's batching (NOTE: [Tensors created inside transforms]); random factories consult the vmap
+/// layers on the stack for their randomness option. Library code uses the plain factories of
+/// namespace detail.
 #include <cmath>
 #include <cstdint>
 #include <mutex>
@@ -125,25 +126,35 @@ inline tensor filled_like(const tensor& t, double v, const char* op) {
 }
 }  // namespace detail
 
+/// Seeds the generator of every random op (rand, randn, ...); the same seed and call order give
+/// the same values.
 inline void manual_seed(std::uint64_t seed) {
   std::lock_guard<std::mutex> lock(detail::rng().mu);
   detail::rng().key = seed;
   detail::rng().offset = 0;
 }
 
+/// A tensor of `shape` filled with 0 (dtype `dt`, on `dev`).
 inline tensor zeros(const shape_t& shape, dtype dt, device dev) {
   return detail::lift_created(detail::filled(shape, 0.0, dt, dev, "xf::zeros"));
 }
+/// A tensor of `shape` filled with 1.
 inline tensor ones(const shape_t& shape, dtype dt, device dev) {
   return detail::lift_created(detail::filled(shape, 1.0, dt, dev, "xf::ones"));
 }
+/// A tensor of `shape` for values that will be overwritten (do not rely on its contents; they
+/// are zeros today).
 inline tensor empty(const shape_t& shape, dtype dt, device dev) {
   return detail::lift_created(detail::filled(shape, 0.0, dt, dev, "xf::empty"));
 }
+/// A tensor of `shape` filled with `value` (which must be representable in `dt`).
 inline tensor full(const shape_t& shape, double value, dtype dt, device dev) {
   return detail::lift_created(detail::filled(shape, value, dt, dev, "xf::full"));
 }
+/// The n x n identity matrix.
 inline tensor eye(std::int64_t n, dtype dt, device dev) { return detail::lift_created(detail::plain_eye(n, dt, dev)); }
+/// The 1-d sequence start, start + step, start + 2 step and so on, stopping before `end` (for a
+/// negative step, above it).
 inline tensor arange(double start, double end, double step, dtype dt, device dev) {
   if (step == 0) detail::fail("xf::arange: step must be nonzero");
   // the length ceil((end - start) / step) must be a finite count that fits in int64_t (a
@@ -170,7 +181,9 @@ inline tensor arange(double start, double end, double step, dtype dt, device dev
     return t;
   }));
 }
+/// 0, 1, ..., end - 1 as an int64 tensor.
 inline tensor arange(std::int64_t end) { return arange(0.0, static_cast<double>(end), 1.0, i64, cpu); }
+/// `n` evenly spaced values from a to b inclusive, 1-d.
 inline tensor linspace(double a, double b, std::int64_t n, dtype dt, device dev) {
   detail::check_fill_value(a, dt, "xf::linspace");
   detail::check_fill_value(b, dt, "xf::linspace");
@@ -186,24 +199,32 @@ inline tensor linspace(double a, double b, std::int64_t n, dtype dt, device dev)
     return t;
   }));
 }
+/// Uniform random values in [0, 1) (floating dtypes); under vmap, as the randomness option says.
 inline tensor rand(const shape_t& shape, dtype dt, device dev) {
   return detail::random_tensor<detail::backend::distribution::uniform>(shape, dt, dev, "xf::rand");
 }
+/// Standard normal random values (floating dtypes); under vmap, as the randomness option says.
 inline tensor randn(const shape_t& shape, dtype dt, device dev) {
   return detail::random_tensor<detail::backend::distribution::normal>(shape, dt, dev, "xf::randn");
 }
+/// Zeros with t's shape, dtype and device; under vmap batched like t.
 inline tensor zeros_like(const tensor& t) { return detail::filled_like(t, 0.0, "xf::zeros_like"); }
+/// Ones with t's shape, dtype and device; under vmap batched like t.
 inline tensor ones_like(const tensor& t) { return detail::filled_like(t, 1.0, "xf::ones_like"); }
+/// A tensor with t's shape, dtype and device for values that will be overwritten.
 inline tensor empty_like(const tensor& t) { return detail::filled_like(t, 0.0, "xf::empty_like"); }
+/// `v` with t's shape, dtype and device; under vmap batched like t.
 inline tensor full_like(const tensor& t, double v) { return detail::filled_like(t, v, "xf::full_like"); }
 // Drawn as a plain random factory would be (which handles each vmap layer's randomness option),
 // then made like t (batched where t is) by adding t's zeros.
+/// rand() with t's shape, dtype and device; under vmap batched like t.
 template <int D>
 tensor rand_like(const tensor& t) {
   detail::require_defined(t, "xf::rand_like");
   const tensor r = rand(t.shape(), t.dtype(), t.device());
   return detail::current_stack().layers.empty() ? r : add(r, zeros_like(t));
 }
+/// randn() with t's shape, dtype and device; under vmap batched like t.
 template <int D>
 tensor randn_like(const tensor& t) {
   detail::require_defined(t, "xf::randn_like");

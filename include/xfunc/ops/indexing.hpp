@@ -1,6 +1,7 @@
 #pragma once
-// Indexing ops: index_select and gather, and the scatter-adds that are their gradients
-// (index_add_op, scatter_add_op: internal, but full ops with every rule).
+/// \file
+/// Indexing ops: index_select and gather, and the scatter-adds that are their gradients
+/// (index_add_op, scatter_add_op: internal, but full ops with every rule).
 #include <cstdint>
 
 #include <xfunc/dispatch/precompiled.hpp>
@@ -143,6 +144,7 @@ struct index_select_op_t {
 };
 }  // namespace detail
 
+/// The slices of t at the int64 positions `index` (0-d or 1-d) along `dim`, as a new tensor.
 template <int D>
 tensor index_select(const tensor& t, std::int64_t dim, const tensor& index) {
   detail::require_defined(t, "xf::index_select");
@@ -151,6 +153,8 @@ tensor index_select(const tensor& t, std::int64_t dim, const tensor& index) {
   const std::int64_t d = detail::wrap_dim(dim, t.dim(), "dim", "xf::index_select");
   return detail::call<detail::index_select_op>({d}, t, index.dim() == 0 ? index.reshape({1}) : index);
 }
+/// result[..., i, ...] = t[..., index[..., i, ...], ...] along `dim` (index: int64, same number
+/// of dims as t), as torch.gather.
 template <int D>
 tensor gather(const tensor& t, std::int64_t dim, const tensor& index) {
   detail::require_defined(t, "xf::gather");

@@ -1,11 +1,12 @@
 #pragma once
-// In-place ops. On plain tensors (and views of them) they compute the out-of-place result and
-// write it through the destination's strides, so views write through to their base. Under
-// transforms they follow NOTE: [Mutation under transforms] (dispatch/wrappers.hpp): vmap
-// mutates the batched value physically, grad / jvp / functionalize rebind the wrapper (through
-// its base when it is a view). Mutating a tensor that the innermost transform involved does not
-// own throws: "in-place" under vmap (a batched value into an unbatched tensor), "captured" under
-// grad, vjp, jvp and functionalize.
+/// \file
+/// In-place ops. On plain tensors (and views of them) they compute the out-of-place result and
+/// write it through the destination's strides, so views write through to their base. Under
+/// transforms they follow NOTE: [Mutation under transforms] (dispatch/wrappers.hpp): vmap
+/// mutates the batched value physically, grad / jvp / functionalize rebind the wrapper (through
+/// its base when it is a view). Mutating a tensor that the innermost transform involved does not
+/// own throws: "in-place" under vmap (a batched value into an unbatched tensor), "captured" under
+/// grad, vjp, jvp and functionalize.
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/dispatch/created.hpp>
 #include <xfunc/ops/pointwise.hpp>

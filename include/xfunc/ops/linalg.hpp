@@ -1,6 +1,7 @@
 #pragma once
-// Linear algebra. One primitive, bmm_op (a batch of matrix products through BLAS); matmul and
-// the named products are written with it, so they need no rules of their own.
+/// \file
+/// Linear algebra. One primitive, bmm_op (a batch of matrix products through BLAS); matmul and
+/// the named products are written with it, so they need no rules of their own.
 #include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/backend/blas.hpp>
 #include <xfunc/rules/common.hpp>
@@ -105,8 +106,11 @@ tensor matmul_as(const tensor& a, const tensor& b, const char* fn) {
 }
 }  // namespace detail
 
+/// Matrix product with torch.matmul's rules: 1-d operands are vectors, 2-d are matrices, more
+/// dims are batches of matrices broadcast against each other.
 template <int D>
 tensor matmul(const tensor& a, const tensor& b) { return detail::matmul_as(a, b, "xf::matmul"); }
+/// Inner product of two 1-d tensors, a 0-d tensor.
 template <int D>
 tensor dot(const tensor& a, const tensor& b) {
   detail::require_defined(a, "xf::dot");
@@ -115,6 +119,7 @@ tensor dot(const tensor& a, const tensor& b) {
     detail::fail("xf::dot: expects two 1-d tensors, got shapes ", a.shape(), " and ", b.shape());
   return detail::matmul_as(a, b, "xf::dot");
 }
+/// Outer product of two 1-d tensors: result[i, j] = a[i] * b[j].
 template <int D>
 tensor outer(const tensor& a, const tensor& b) {
   detail::require_defined(a, "xf::outer");
@@ -124,6 +129,7 @@ tensor outer(const tensor& a, const tensor& b) {
   detail::check_shape({a.size(0), b.size(0)}, "xf::outer", dtype_size(promote(a.dtype(), b.dtype())));
   return a.unsqueeze(1) * b.unsqueeze(0);
 }
+/// Product of two 2-d tensors.
 template <int D>
 tensor mm(const tensor& a, const tensor& b) {
   detail::require_defined(a, "xf::mm");
@@ -132,6 +138,7 @@ tensor mm(const tensor& a, const tensor& b) {
     detail::fail("xf::mm: expects two 2-d tensors, got shapes ", a.shape(), " and ", b.shape());
   return detail::matmul_as(a, b, "xf::mm");
 }
+/// Product of a 2-d tensor and a 1-d tensor.
 template <int D>
 tensor mv(const tensor& a, const tensor& b) {
   detail::require_defined(a, "xf::mv");
@@ -140,6 +147,7 @@ tensor mv(const tensor& a, const tensor& b) {
     detail::fail("xf::mv: expects a 2-d and a 1-d tensor, got shapes ", a.shape(), " and ", b.shape());
   return detail::matmul_as(a, b, "xf::mv");
 }
+/// Batched matrix product of [B, n, k] and [B, k, m] tensors.
 template <int D>
 tensor bmm(const tensor& a, const tensor& b) {
   detail::require_defined(a, "xf::bmm");

@@ -1,6 +1,7 @@
 #pragma once
-// Neural-network helpers. softmax and log_softmax are primitives with fused kernels (NOTE:
-// [Softmax kernels]); the others are written with other ops (their rules follow from those).
+/// \file
+/// Neural-network helpers. softmax and log_softmax are primitives with fused kernels (NOTE:
+/// [Softmax kernels]); the others are written with other ops (their rules follow from those).
 #include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/backend/softmax.hpp>
 #include <xfunc/fwd.hpp>
@@ -73,10 +74,12 @@ inline normalize_attrs normalize_dim(const tensor& t, std::int64_t dim, const ch
 }
 }  // namespace detail
 
+/// exp(t) normalised to sum to 1 along `dim`, computed stably.
 template <int D>
 tensor softmax(const tensor& t, std::int64_t dim) {
   return detail::call<detail::softmax_op>(detail::normalize_dim(t, dim, "xf::softmax"), t);
 }
+/// log(softmax(t, dim)), computed stably in one fused kernel.
 template <int D>
 tensor log_softmax(const tensor& t, std::int64_t dim) {
   return detail::call<detail::log_softmax_op>(detail::normalize_dim(t, dim, "xf::log_softmax"), t);
@@ -114,6 +117,7 @@ tensor cross_entropy(const tensor& logits, const tensor& target) {
   }
   return -mean(picked);
 }
+/// Mean squared error, mean((a - b)^2), a 0-d tensor.
 template <int D>
 tensor mse_loss(const tensor& a, const tensor& b) { return mean(square(a - b)); }
 /// x · wᵀ + b (b may be undefined: no bias).

@@ -1,5 +1,6 @@
 #pragma once
-// Pointwise ops: each with its kernel, derivative (used by both vjp and jvp) and batch rule.
+/// \file
+/// Pointwise ops: each with its kernel, derivative (used by both vjp and jvp) and batch rule.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -559,6 +560,9 @@ XFUNC_BINARY(mul, mul_op)
 XFUNC_BINARY(div, div_op)
 #undef XFUNC_BINARY
 
+///@{
+/// a raised to the power b elementwise, broadcasting; either side may be a double
+/// (`pow(t, 2.0)`, `pow(2.0, t)`).
 template <int D>
 tensor pow(const tensor& a, const tensor& b) {
   return detail::call<detail::pow_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
@@ -567,22 +571,29 @@ template <int D>
 tensor pow(const tensor& a, double b) { return detail::call<detail::pow_scalar_op>({b}, a); }
 template <int D>
 tensor pow(double a, const tensor& b) { return pow(detail::scalar_like(a, b), b); }
+///@}
+/// Elementwise larger of a and b, broadcasting.
 template <int D>
 tensor maximum(const tensor& a, const tensor& b) {
   return detail::call<detail::maximum_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
 }
+/// Elementwise smaller of a and b, broadcasting.
 template <int D>
 tensor minimum(const tensor& a, const tensor& b) {
   return detail::call<detail::minimum_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
 }
+/// Elementwise angle of the point (b, a), atan(a / b) in the right quadrant, broadcasting.
 template <int D>
 tensor atan2(const tensor& a, const tensor& b) {
   return detail::call<detail::atan2_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
 }
+/// Elementwise `cond ? a : b`, the three broadcast together; differentiable in a and b.
 template <int D>
 tensor where(const tensor& cond, const tensor& a, const tensor& b) {
   return detail::call<detail::where_op>({}, cond, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
 }
+/// Each element of t limited to [lo, hi] (lo must not exceed hi; the gradient is zero where
+/// an element was clamped).
 template <int D>
 tensor clamp(const tensor& t, double lo, double hi) {
   if (lo > hi) detail::fail("xf::clamp: lo (", lo, ") must not exceed hi (", hi, ")");

@@ -1,7 +1,8 @@
 #pragma once
-// Reductions. sum, prod, amax, amin, argmax, norm and logsumexp are primitives (their kernels
-// from the reduction engine, backend/reduce.hpp and backend/softmax.hpp); mean and var are
-// written with them (so their rules follow from those of the primitives).
+/// \file
+/// Reductions. sum, prod, amax, amin, argmax, norm and logsumexp are primitives (their kernels
+/// from the reduction engine, backend/reduce.hpp and backend/softmax.hpp); mean and var are
+/// written with them (so their rules follow from those of the primitives).
 #include <limits>
 
 #include <xfunc/dispatch/precompiled.hpp>
@@ -385,12 +386,16 @@ inline dims_t reduction_dims(const tensor& t, const dims_t& dims, const char* fn
 
 }  // namespace detail
 
+/// Sum over `dims` (negative dims count from the end; empty: every dim), keeping them as size 1
+/// with `keepdim`. Integers and booleans sum in int64.
 template <int D>
 tensor sum(const tensor& t, const dims_t& dims, bool keepdim) {
   return detail::call<detail::sum_op>({detail::reduction_dims(t, dims, "xf::sum"), keepdim}, t);
 }
+/// Sum of all elements, a 0-d tensor.
 template <int D>
 tensor sum(const tensor& t) { return sum(t, {}, false); }
+/// Mean over `dims` (empty: every dim); integer tensors give float32.
 template <int D>
 tensor mean(const tensor& t, const dims_t& dims, bool keepdim) {
   const dims_t nd = detail::reduction_dims(t, dims, "xf::mean");
@@ -398,28 +403,36 @@ tensor mean(const tensor& t, const dims_t& dims, bool keepdim) {
   tensor s = detail::call<detail::sum_op>({nd, keepdim}, is_floating(t.dtype()) ? t : t.to(f32));
   return s / static_cast<double>(n);
 }
+/// Mean of all elements, a 0-d tensor.
 template <int D>
 tensor mean(const tensor& t) { return mean(t, {}, false); }
+/// Product over one dim (differentiable also where elements are zero).
 template <int D>
 tensor prod(const tensor& t, std::int64_t dim, bool keepdim) {
   return detail::call<detail::prod_op>({detail::reduction_dims(t, {dim}, "xf::prod"), keepdim}, t);
 }
+/// Maximum over `dims` (empty: every dim); the gradient is shared evenly among tied maxima.
 template <int D>
 tensor amax(const tensor& t, const dims_t& dims, bool keepdim) {
   return detail::call<detail::amax_op>({detail::reduction_dims(t, dims, "xf::amax"), keepdim}, t);
 }
+/// Minimum over `dims` (empty: every dim); the gradient is shared evenly among tied minima.
 template <int D>
 tensor amin(const tensor& t, const dims_t& dims, bool keepdim) {
   return detail::call<detail::amin_op>({detail::reduction_dims(t, dims, "xf::amin"), keepdim}, t);
 }
+/// int64 index of the maximum along `dim` (the first one when tied; NaN counts as the maximum).
 template <int D>
 tensor argmax(const tensor& t, std::int64_t dim, bool keepdim) {
   return detail::call<detail::argmax_op>({detail::reduction_dims(t, {dim}, "xf::argmax"), keepdim}, t);
 }
+/// log(sum(exp(t))) over `dims`, computed stably (the maximum is subtracted first).
 template <int D>
 tensor logsumexp(const tensor& t, const dims_t& dims, bool keepdim) {
   return detail::call<detail::logsumexp_op>({detail::reduction_dims(t, dims, "xf::logsumexp"), keepdim}, t);
 }
+/// Variance over `dims` with Bessel's `correction` (divides by n - correction; 0 gives the
+/// population variance).
 template <int D>
 tensor var(const tensor& t, const dims_t& dims, std::int64_t correction, bool keepdim) {
   const dims_t nd = detail::reduction_dims(t, dims, "xf::var");
@@ -427,6 +440,7 @@ tensor var(const tensor& t, const dims_t& dims, std::int64_t correction, bool ke
   tensor centered = t - mean(t, nd, true);
   return sum(square(centered), nd, keepdim) / std::max(n - static_cast<double>(correction), 0.0);
 }
+/// 2-norm of all elements, a 0-d tensor.
 template <int D>
 tensor norm(const tensor& t) { return detail::call<detail::norm_op>({detail::reduction_dims(t, {}, "xf::norm"), false}, t); }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Shape ops and views. Views share storage with their input (as torch's do); their batch rules
-// move the batch dim to the front and shift the op's dims by one.
+/// \file
+/// Shape ops and views. Views share storage with their input (as torch's do); their batch rules
+/// move the batch dim to the front and shift the op's dims by one.
 #include <numeric>
 
 #include <xfunc/dispatch/precompiled.hpp>
@@ -721,6 +722,7 @@ tensor tensor::to(xfunc::dtype d) const {
   if (d == dtype()) return *this;
   return detail::call<detail::to_dtype_op>({d}, *this);
 }
+/// t with no derivative flowing through it (the same as t.detach()).
 template <int D>
 tensor stop_gradient(const tensor& t) { return t.detach(); }
 
@@ -734,6 +736,7 @@ inline shape_t tensor::strides() const {
 }
 inline bool tensor::is_contiguous() const { return detail::backend::is_contiguous_layout(shape(), strides()); }
 
+/// The tensors joined along an existing `dim` (their other extents must agree).
 template <int D>
 tensor cat(const std::vector<tensor>& ts, std::int64_t dim) {
   if (ts.empty()) detail::fail("xf::cat: needs at least one tensor");
@@ -742,6 +745,7 @@ tensor cat(const std::vector<tensor>& ts, std::int64_t dim) {
   if (ts[0].dim() == 0) detail::fail("xf::cat: zero-dimensional tensors cannot be concatenated; use stack");
   return detail::dispatch<detail::cat_op>(ts, {d});
 }
+/// The tensors (all of one shape) joined along a new `dim`.
 template <int D>
 tensor stack(const std::vector<tensor>& ts, std::int64_t dim) {
   if (ts.empty()) detail::fail("xf::stack: needs at least one tensor");
@@ -763,6 +767,7 @@ tensor stack(const std::vector<tensor>& ts, std::int64_t dim) {
   for (const tensor& t : ts) us.push_back(t.unsqueeze(d));
   return detail::dispatch<detail::cat_op>(us, {d});
 }
+/// Views of t in consecutive chunks of `size` along `dim` (the last may be shorter).
 template <int D>
 std::vector<tensor> split(const tensor& t, std::int64_t size, std::int64_t dim) {
   detail::require_defined(t, "xf::split");
@@ -775,6 +780,7 @@ std::vector<tensor> split(const tensor& t, std::int64_t size, std::int64_t dim) 
     out.push_back(t.narrow(d, s, std::min(size, n - s)));
   return out;
 }
+/// t with the order of elements reversed along each of `dims` (a copy).
 template <int D>
 tensor flip(const tensor& t, const dims_t& dims) {
   detail::require_defined(t, "xf::flip");

@@ -1,5 +1,6 @@
 #pragma once
-// xf::arg_names: the parameter names of a custom op's schema (API.md §4.1).
+/// \file
+/// xf::arg_names: the parameter names of a custom op's schema (API.md §4.1).
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -9,6 +10,7 @@ namespace xfunc {
 
 /// Names for a custom op's parameters, one per parameter of fn, in order.
 struct arg_names_t {
+  /// The names, in parameter order.
   std::vector<std::string> names;
 };
 

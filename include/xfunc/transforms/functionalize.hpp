@@ -1,6 +1,7 @@
 #pragma once
-// xf::functionalize: runs f with every mutation (and, with remove::mutations_and_views, every
-// view) replaced by out-of-place operations; mutated inputs are copied back at the end.
+/// \file
+/// xf::functionalize: runs f with every mutation (and, with remove::mutations_and_views, every
+/// view) replaced by out-of-place operations; mutated inputs are copied back at the end.
 #include <xfunc/ops/inplace.hpp>
 #include <xfunc/transforms/grad.hpp>
 

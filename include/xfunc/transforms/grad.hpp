@@ -1,5 +1,6 @@
 #pragma once
-// xf::grad and xf::grad_and_value.
+/// \file
+/// xf::grad and xf::grad_and_value.
 #include <array>
 
 #include <xfunc/core/diagnostics.hpp>

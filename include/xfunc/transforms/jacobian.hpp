@@ -1,6 +1,7 @@
 #pragma once
-// xf::jacrev (vmap of vjp over the rows of an identity), xf::jacfwd (vmap of jvp over its
-// columns) and xf::hessian = jacfwd(jacrev(f)).
+/// \file
+/// xf::jacrev (vmap of vjp over the rows of an identity), xf::jacfwd (vmap of jvp over its
+/// columns) and xf::hessian = jacfwd(jacrev(f)).
 #include <xfunc/core/diagnostics.hpp>
 #include <xfunc/transforms/jvp.hpp>
 #include <xfunc/transforms/vjp.hpp>

@@ -1,5 +1,6 @@
 #pragma once
-// xf::jvp: the output of f and its directional derivative along the tangents (forward mode).
+/// \file
+/// xf::jvp: the output of f and its directional derivative along the tangents (forward mode).
 #include <xfunc/core/diagnostics.hpp>
 #include <xfunc/transforms/grad.hpp>
 

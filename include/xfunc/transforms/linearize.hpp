@@ -1,6 +1,7 @@
 #pragma once
-// xf::linearize: evaluates f once, recording its ops, and returns a reusable jvp function that
-// pushes tangents forward through the recorded graph with each op's jvp formula.
+/// \file
+/// xf::linearize: evaluates f once, recording its ops, and returns a reusable jvp function that
+/// pushes tangents forward through the recorded graph with each op's jvp formula.
 #include <array>
 
 #include <xfunc/core/diagnostics.hpp>

@@ -1,7 +1,8 @@
 #pragma once
-// xf::make_fx: traces the primitive ops f runs (after every transform inside f) into an
-// xf::graph that prints, counts and replays them. Tracing runs on the example values (meta
-// example inputs give a shape-only trace, which needs fake kernels for custom ops).
+/// \file
+/// xf::make_fx: traces the primitive ops f runs (after every transform inside f) into an
+/// xf::graph that prints, counts and replays them. Tracing runs on the example values (meta
+/// example inputs give a shape-only trace, which needs fake kernels for custom ops).
 #include <cstring>
 #include <ostream>
 #include <sstream>
@@ -32,6 +33,7 @@ class graph {
   std::size_t count(std::string_view name) const { return count_in(prog_, name); }
   /// Number of nodes (subgraphs not included).
   std::size_t size() const { return prog_.nodes.size(); }
+  /// Prints g.str().
   friend std::ostream& operator<<(std::ostream& os, const graph& g) { return os << g.str(); }
 
   /// Replays the graph on new inputs of the traced shapes and dtypes; returns the flattened

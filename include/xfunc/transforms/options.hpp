@@ -1,5 +1,6 @@
 #pragma once
-// Transform options: tag values passed after f, in any order.
+/// \file
+/// Transform options: tag values passed after f, in any order.
 #include <xfunc/core/diagnostics.hpp>
 #include <array>
 #include <cstdint>
@@ -15,26 +16,34 @@ namespace xfunc {
 /// Which positional arguments to differentiate (negative indices count from the end).
 template <int... I>
 struct argnums_t {
+  /// The number of indices.
   static constexpr int count = sizeof...(I);
 };
+/// `xf::argnums<0, 1>`: differentiate with respect to arguments 0 and 1 (default argnums<0>).
 template <int... I>
 inline constexpr argnums_t<I...> argnums{};
 
 /// f returns std::pair<output, aux>; aux is passed through untouched by differentiation.
 struct has_aux_t {};
+/// The has_aux option: f returns std::pair<output, aux>.
 inline constexpr has_aux_t has_aux{};
 
 /// "this argument / output is not mapped".
 struct none_t {};
+/// An in_dims or out_dims entry for an argument or output that is not mapped.
 inline constexpr none_t none{};
 
 /// One entry per positional argument: an integer dim, xf::none, or a nested in_dims(...).
 /// (An std::optional<int64_t> entry chooses at run time: nullopt means none.)
 template <class... E>
 struct in_dims_t {
+  /// The entries, in argument order.
   std::tuple<E...> entries;
+  /// The number of entries.
   static constexpr std::size_t size = sizeof...(E);
 };
+/// `xf::in_dims(0, xf::none, 1)`: where each positional argument of a vmapped function is mapped
+/// (integers become int64_t).
 template <class... E>
 constexpr in_dims_t<std::conditional_t<std::is_integral_v<E>, std::int64_t, E>...> in_dims(E... e) {
   return {{static_cast<std::conditional_t<std::is_integral_v<E>, std::int64_t, E>>(e)...}};
@@ -43,9 +52,12 @@ constexpr in_dims_t<std::conditional_t<std::is_integral_v<E>, std::int64_t, E>..
 /// One entry per output, or a single entry for every output.
 template <class... E>
 struct out_dims_t {
+  /// The entries, in output order.
   std::tuple<E...> entries;
+  /// The number of entries.
   static constexpr std::size_t size = sizeof...(E);
 };
+/// `xf::out_dims(0, 1)`: where the batch dimension goes in each output of a vmapped function.
 template <class... E>
 constexpr out_dims_t<std::conditional_t<std::is_integral_v<E>, std::int64_t, E>...> out_dims(E... e) {
   return {{static_cast<std::conditional_t<std::is_integral_v<E>, std::int64_t, E>>(e)...}};
@@ -53,8 +65,10 @@ constexpr out_dims_t<std::conditional_t<std::is_integral_v<E>, std::int64_t, E>.
 
 /// Maps in chunks of n examples at a time (n > 0).
 struct chunk_size_t {
+  /// Examples per chunk.
   std::int64_t n;
 };
+/// `xf::chunk_size(n)`: vmap or jacrev maps n examples at a time, bounding memory (n > 0).
 constexpr chunk_size_t chunk_size(std::int64_t n) { return {n}; }
 
 /// Whether functionalize removes mutations only, or views too.

@@ -1,5 +1,6 @@
 #pragma once
-// The type of a transformed function, and xf::transform_names / xf::transform_depth_v.
+/// \file
+/// The type of a transformed function, and xf::transform_names / xf::transform_depth_v.
 #include <array>
 #include <string_view>
 #include <tuple>
@@ -26,6 +27,7 @@ constexpr std::size_t transform_depth_of() {
   if constexpr (detail::is_transformed<U>::value) return 1 + transform_depth_of<typename U::inner_type>();
   else return 0;
 }
+/// Number of transforms nested in the type T (2 for `decltype(xf::vmap(xf::grad(f)))`).
 template <class T>
 inline constexpr std::size_t transform_depth_v = transform_depth_of<T>();
 

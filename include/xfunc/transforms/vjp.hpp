@@ -1,5 +1,6 @@
 #pragma once
-// xf::vjp: the output of f and a function mapping output cotangents to input gradients.
+/// \file
+/// xf::vjp: the output of f and a function mapping output cotangents to input gradients.
 #include <array>
 
 #include <xfunc/core/diagnostics.hpp>

@@ -1,5 +1,6 @@
 #pragma once
-// xf::vmap: maps f over a batch dimension of its arguments.
+/// \file
+/// xf::vmap: maps f over a batch dimension of its arguments.
 #include <xfunc/core/diagnostics.hpp>
 #include <optional>
 
