@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds and runs tests/consumer/project the ways a downstream user consumes xfunc:
 #  1. add_subdirectory(xfunc);
-#  2. find_package(xfunc 0.2 REQUIRED [COMPONENTS distributed]) after cmake --install of the
-#     suite's own build (<build dir>, already built) into a scratch prefix, with the installed
-#     precompiled kernel library (xfunc::kernels) when that build has it, and the distributed
-#     component when that build has xfunc::distributed;
-#  3. what find_package must refuse: another minor version (0.3), the cuda component (not built
-#     yet) and an unknown component, each with a message saying why;
+#  2. find_package(xfunc 0.2 REQUIRED [COMPONENTS distributed cuda]) after cmake --install of
+#     the suite's own build (<build dir>, already built) into a scratch prefix, with the installed
+#     precompiled kernel library (xfunc::kernels) when that build has it, and each component that
+#     build has (a program on xfunc::cuda must start and answer without a GPU);
+#  3. what find_package must refuse: another minor version (0.3), a component the build lacks,
+#     and an unknown component, each with a message saying why;
 #  4. pkg-config: g++ with `pkg-config --cflags --libs xfunc` (and xfunc-kernels) on the same
 #     program.
 # The consumer is built unoptimised, to keep this short.
@@ -26,13 +26,20 @@ cmake --build "$work/subdir" >/dev/null
 prefix="$work/prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
 components=""
-if [ -f "$build/pkgconfig/xfunc-distributed.pc" ]; then components="distributed"; fi
+missing=""
+if [ -f "$build/pkgconfig/xfunc-distributed.pc" ]; then components="distributed"; else missing="distributed"; fi
+if grep -q 'xfunc::cuda' "$prefix"/lib*/cmake/xfunc/xfuncTargets.cmake; then
+  components="${components:+$components;}cuda"
+else
+  missing="${missing:+$missing }cuda"
+fi
 cmake -S "$project" -B "$work/installed" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE= \
   -DXFUNC_WANT_COMPONENTS="$components" >/dev/null
 cmake --build "$work/installed" >/dev/null
 "$work/installed/app"
 if [ -f "$build/libxfunc_kernels.a" ]; then "$work/installed/app_kernels"; fi
-if [ -n "$components" ]; then
+if [ -f "$work/installed/app_cuda" ]; then "$work/installed/app_cuda"; fi
+if [ -f "$work/installed/app_distributed" ]; then
   # a world of one, without mpirun (settings as for our MPI tests: no CMA, yield while waiting)
   env OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_pml=ob1 \
     "$work/installed/app_distributed"
@@ -52,7 +59,9 @@ expect_refusal() {  # expect_refusal NAME PHRASE cmake-args...
   fi
 }
 expect_refusal version_0.3 "0.2.0" -DXFUNC_WANT_VERSION=0.3
-expect_refusal cuda "no xfunc::cuda" -DXFUNC_WANT_COMPONENTS=cuda
+for component in $missing; do
+  expect_refusal "$component" "no xfunc::$component" -DXFUNC_WANT_COMPONENTS="$component"
+done
 expect_refusal unknown "no component 'sparse'" -DXFUNC_WANT_COMPONENTS=sparse
 
 # pkg-config, from the installed .pc files
@@ -68,4 +77,4 @@ if [ -f "$pcdir/xfunc-kernels.pc" ]; then
   "$work/app_pkgconfig_kernels"
 fi
 echo "consumer: add_subdirectory, find_package (version 0.2${components:+, components: $components}," \
-     "refusals) and pkg-config all work"
+     "refusals${missing:+ of $missing}) and pkg-config all work"

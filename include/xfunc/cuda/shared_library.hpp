@@ -1,0 +1,62 @@
+#pragma once
+/// \file
+/// A shared library opened at run time (dlopen), for the CUDA driver and NVRTC (NOTE: [Lazy CUDA
+/// libraries] in xfunc/cuda/driver.hpp).
+#include <dlfcn.h>
+
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+namespace xfunc::detail::cuda {
+
+/// An open shared library, or none with the reason in why_not(). Never throws on a missing file.
+class shared_library {
+ public:
+  shared_library() = default;
+  /// Opens the first of `candidates` (file names for the loader's search, or paths) that loads.
+  explicit shared_library(std::initializer_list<std::string> candidates) {
+    for (const std::string& name : candidates) {
+      if (name.empty()) continue;
+      dlerror();
+      handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle_) {
+        name_ = name;
+        return;
+      }
+      const char* e = dlerror();
+      why_not_ += (why_not_.empty() ? "" : "; ") + std::string(e ? e : name + ": cannot be opened");
+    }
+  }
+  shared_library(shared_library&& o) noexcept
+      : handle_(std::exchange(o.handle_, nullptr)), name_(std::move(o.name_)), why_not_(std::move(o.why_not_)) {}
+  shared_library& operator=(shared_library&& o) noexcept {
+    std::swap(handle_, o.handle_);
+    std::swap(name_, o.name_);
+    std::swap(why_not_, o.why_not_);
+    return *this;
+  }
+  shared_library(const shared_library&) = delete;
+  shared_library& operator=(const shared_library&) = delete;
+  ~shared_library() {
+    if (handle_) dlclose(handle_);
+  }
+
+  /// Whether a library is open.
+  explicit operator bool() const { return handle_ != nullptr; }
+  /// The candidate that loaded.
+  const std::string& name() const { return name_; }
+  /// Why none of the candidates loaded (the loader's messages).
+  const std::string& why_not() const { return why_not_; }
+  /// The address of `symbol` as a function pointer of type F, or nullptr.
+  template <class F>
+  F symbol(const char* symbol_name) const {
+    return handle_ ? reinterpret_cast<F>(dlsym(handle_, symbol_name)) : nullptr;
+  }
+
+ private:
+  void* handle_ = nullptr;
+  std::string name_, why_not_;
+};
+
+}  // namespace xfunc::detail::cuda
