@@ -107,9 +107,11 @@ while IFS=$'\t' read -r path pkg; do owner_of[$path]=$pkg; done <"$work/owners"
 declare -A top_dirs=()
 declare -A pkgs=()
 add_pkg() { [ -z "$1" ] || pkgs[$1]=1; }
+# the Debian package a file is from (merged /usr: dpkg may know it by /lib/... or /usr/lib/...)
+pkg_of() { { dpkg -S "$1" 2>/dev/null || dpkg -S "$(readlink -f "$1")" 2>/dev/null; } | cut -d: -f1 | head -n1; }
 n_headers=0
 while IFS=$'\t' read -r real f; do
-  case "$real" in "$repo"/*|/usr/local/cuda*|/usr/local/cuda-*/*) continue ;; esac
+  case "$real" in "$work"/*|"$repo"/*|/usr/local/cuda*|/usr/local/cuda-*/*) continue ;; esac
   pkg=${owner_of[$real]:-}
   if [ -z "$pkg" ]; then
     note "warning: $f is from no Debian package: left out"
@@ -157,7 +159,7 @@ for name in xtl xsimd xtensor Boost boost_headers Catch2 benchmark; do
   mkdir -p "$out/$rel"
   cp -L "$src"/*.cmake "$out/$rel/"
   package_dirs+=("${name}_DIR=$rel")
-  add_pkg "$(dpkg -S "$(readlink -f "$(compgen -G "$src/*onfig.cmake" | head -n1)")" 2>/dev/null | cut -d: -f1 | head -n1)"
+  add_pkg "$(pkg_of "$(compgen -G "$src/*onfig.cmake" | head -n1)")"
   # files its imported targets name (they must exist when the package is loaded)
   for f in $(sed -nE 's/.*IMPORTED_LOCATION[A-Z_]* "\$\{_IMPORT_PREFIX\}\/([^"]+)".*/\1/p' "$src"/*.cmake); do
     mkdir -p "$out/$(dirname "$f")"
@@ -200,7 +202,7 @@ for f in "$openblas" "$libzip"; do
   s=$(soname "$f")
   xz_lib "$f" "$out/lib/xz" "$s"
   libs+=("$s:${s%%.so*}.so")   # SONAME:LINK_NAME (the link name is what find_library looks for)
-  add_pkg "$(dpkg -S "$f" 2>/dev/null | cut -d: -f1 | head -n1)"
+  add_pkg "$(pkg_of "$f")"
   echo "library: lib/xz/$s.xz <- $f" >>"$manifest"
 done
 bench_lib=$(cd "$out" && compgen -G "lib/$arch/libbenchmark.so.*" | head -n1) || die "libbenchmark.so was not copied"
@@ -211,7 +213,7 @@ while read -r name path; do
   [ -f "$path" ] || die "$name (needed by OpenBLAS, libzip or benchmark) not found"
   xz_lib "$path" "$out/lib/xz/fallback" "$name"
   fallback+=("$name")
-  add_pkg "$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | cut -d: -f1 | head -n1)"
+  add_pkg "$(pkg_of "$path")"
   echo "fallback library: lib/xz/fallback/$name.xz <- $path" >>"$manifest"
 done < <(ldd "$openblas" "$libzip" "$out/$bench_lib" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' | sort -u)
 

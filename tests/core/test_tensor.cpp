@@ -14,3 +14,13 @@ TEST_CASE("tensors from nested braces", "[tensor]") {
   CHECK(xf::tensor{0, 2}.dtype() == xf::i64);
   CHECK_THROWS_AS((xf::tensor{{1.0, 2.0}, {3.0}}), xf::error);
 }
+
+TEST_CASE("a tensor with no elements is contiguous, whatever its strides", "[tensor]") {
+  // as torch's is_contiguous: zeros({2, 0, 3}) has strides [3, 3, 1] here, [0, 3, 1] in torch
+  const xf::tensor e = xf::zeros({2, 0, 3});
+  CHECK(e.is_contiguous());
+  CHECK(e.permute({2, 0, 1}).is_contiguous());
+  CHECK(xf::same_storage(e.contiguous(), e));
+  CHECK(xf::sum(e.contiguous(), {1}).shape() == xf::shape_t{2, 3});
+  CHECK_FALSE(xf::zeros({2, 3}).t().is_contiguous());
+}

@@ -83,6 +83,9 @@ void for_each_offset(const shape_t& shape, const shape_t& strides, std::int64_t 
 }
 
 inline bool is_contiguous_layout(const shape_t& shape, const shape_t& strides) {
+  // no elements: any strides lay them out contiguously (as torch's is_contiguous says)
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] == 0) return true;
   std::int64_t expected = 1;
   bool unrepresentable = false;  // the next expected stride does not fit in int64_t (0-element views)
   for (std::size_t i = shape.size(); i-- > 0;) {
