@@ -88,22 +88,32 @@ hide() {
 }
 if [ "${1:-}" = "__isolated" ]; then
   shift
-  iso=$(mktemp -d /tmp/xfunc-devcheck-iso.XXXXXX)
+  iso=$XFUNC_DEVICE_CHECK_ISO_DIR
   a=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
   pkg_headers=(xtensor xtensor.hpp xtl xsimd xtensor-blas boost catch2 benchmark dlpack zip.h zipconf.h
                'cblas*' 'openblas*' 'lapack*' 'f77blas*')
   hide /usr/include "${pkg_headers[@]}" "${pkg_headers[@]/#/$a/}"
   hide /usr/local/include "${pkg_headers[@]}"
-  pkg_libs=(cmake 'libopenblas*' 'openblas*' 'libblas*' 'blas' 'liblapack*' 'lapack' 'libbenchmark*' 'libzip*'
-            'libgfortran*' 'libquadmath*')
-  # (one mount for /usr/lib: /usr/lib/$a is shadowed inside it)
-  hide /usr/lib cmake 'libCatch2*' "${pkg_libs[@]/#/$a/}"
-  hide /usr/share cmake
-  echo "device-check: isolated: $(wc -l <"$iso/hidden.txt") entries under /usr hidden (list: $iso/hidden.txt)"
-  export XFUNC_DEVICE_CHECK_ISOLATED=$iso
+  # (not /usr/lib or /usr/share as a whole: GCC reaches its headers by /usr/lib/gcc/.../../../..,
+  # which a link out of a shadowed /usr/lib would send elsewhere)
+  hide "/usr/lib/$a" cmake 'libopenblas*' 'openblas*' 'libblas*' 'blas' 'liblapack*' 'lapack' 'libbenchmark*' \
+       'libzip*' 'libgfortran*' 'libquadmath*'
+  for d in /usr/lib/cmake /usr/share/cmake /usr/local/lib/cmake /usr/local/share/cmake; do
+    [ -d "$d" ] && mount -t tmpfs -o size=1m xfunc-hidden "$d" && echo "hidden: $d/*" >>"$iso/hidden.txt"
+  done
+  echo "device-check: isolated: $(wc -l <"$iso/hidden.txt") entries under /usr hidden:"
+  sed 's|^hidden: .*/||' "$iso/hidden.txt" | tr '\n' ' '
+  echo
+  export XFUNC_DEVICE_CHECK_ISOLATED=1
 elif [ "${XFUNC_DEVICE_CHECK_ISOLATE:-0}" = 1 ] && [ -z "${XFUNC_DEVICE_CHECK_ISOLATED:-}" ]; then
   [ "$local_run" = 1 ] || { echo "device-check: XFUNC_DEVICE_CHECK_ISOLATE needs XFUNC_DEVICE_CHECK_LOCAL=1" >&2; exit 2; }
-  exec unshare --mount --propagation private -- bash "$script" __isolated "$@"
+  iso=$(mktemp -d /tmp/xfunc-devcheck-iso.XXXXXX)
+  XFUNC_DEVICE_CHECK_ISO_DIR=$iso unshare --mount --propagation private -- bash "$script" __isolated "$@"
+  rc=$?
+  # the namespace and its mounts ended with its last process: links and empty mount points are
+  # left (--one-file-system: never into a mount, should one be left)
+  rm -rf --one-file-system "$iso"
+  exit "$rc"
 fi
 
 # ---- settings ----------------------------------------------------------------------------------
@@ -135,9 +145,9 @@ record() {  # record STEP STATUS SECONDS DETAIL
   case "$2" in FAIL|TIMEOUT) failed=1 ;; esac
   printf '\n=== device-check: %s: %s (%ss) %s\n' "$1" "$2" "$3" "$4"
 }
-left() {  # seconds left of the budget, at most $1
+left() {  # seconds left of the budget, at most $1 on the GPU machine (locally: no step limit)
   local l=$((budget - (SECONDS - start_s)))
-  [ "$l" -gt "$1" ] && l=$1
+  [ "$local_run" != 1 ] && [ "$l" -gt "$1" ] && l=$1
   [ "$l" -lt 1 ] && l=1
   echo "$l"
 }
@@ -300,17 +310,29 @@ add_target() { case " ${targets[*]} " in *" $1 "*) ;; *) [[ $known_re == *" $1 "
 n_tests=0
 if command -v python3 >/dev/null 2>&1; then
   n_tests=$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1])).get("tests", [])))' "$build/tests.json" 2>/dev/null || echo 0)
+  # (ctest gives no command for a test whose executable is not built yet: then the add_test line
+  # of the CTestTestfile.cmake files, and the test's own name, stand in)
   while IFS= read -r w; do add_target "$w"; done < <(python3 -c '
-import json, os, sys
+import glob, json, os, re, shlex, sys
+build = sys.argv[2]
+listed = {}
+for f in glob.glob(build + "/**/CTestTestfile.cmake", recursive=True):
+    for m in re.finditer(r"^add_test\((\[=\[(.*?)\]=\]|\S+)\s+(.*)\)\s*$", open(f).read(), re.M):
+        name = m.group(2) if m.group(2) is not None else m.group(1)
+        try:
+            listed[name] = shlex.split(m.group(3).replace("[==[", "\"").replace("]==]", "\""))
+        except ValueError:
+            listed[name] = m.group(3).split()
 for t in json.load(open(sys.argv[1])).get("tests", []):
-    for w in t.get("command", []):
-        if w.startswith(sys.argv[2] + "/"):
+    print(t["name"])
+    for w in t.get("command") or listed.get(t["name"], []):
+        if w.startswith(build + "/"):
             print(os.path.basename(w))' "$build/tests.json" "$build")
 else
   echo "device-check: no python3: building every test target" | tee -a "$logs/build.log"
   for t in "${known[@]}"; do case "$t" in test_*) add_target "$t" ;; esac; done
 fi
-for t in "${known[@]}"; do
+[ -z "${XFUNC_DEVICE_TEST_ARGS:-}" ] && for t in "${known[@]}"; do
   case "$t" in *cuda*|*CUDA*) case "$t" in bench_*|run_*|*_autogen|*_tests) ;; *) add_target "$t" ;; esac ;; esac
 done
 benches=()
@@ -334,8 +356,13 @@ else
 fi
 built=() not_built=()
 for t in "${targets[@]}"; do
-  if [ -n "$(find "$build" -name "$t" -type f -perm -u+x -newer "$build/CMakeCache.txt" -print -quit)" ] ||
-     [ -n "$(find "$build" -name "lib$t.a" -newer "$build/CMakeCache.txt" -print -quit)" ]; then
+  # built: up to date (ninja -n has no work) or, with make, its executable is there
+  if [ -f "$build/build.ninja" ]; then
+    ninja -C "$build" -n "$t" 2>/dev/null | grep -q 'no work to do'
+  else
+    [ -n "$(find "$build" -name "$t" -type f -perm -u+x -print -quit)" ]
+  fi
+  if [ $? = 0 ]; then
     built+=("$t")
   else
     not_built+=("$t")
@@ -359,7 +386,7 @@ else
     --no-tests=error --timeout 180 -j "$ctest_jobs"
   cp "$build/Testing/Temporary/LastTest.log" "$logs/ctest-LastTest.log" 2>/dev/null
   res=$(grep -E 'tests passed|tests failed' "$logs/ctest.log" | tail -n1)
-  skipped=$(grep -cE '\*\*\*Skipped|Not Run' "$logs/ctest.log" || true)
+  skipped=$(grep -c '\*\*\*Skipped' "$logs/ctest.log" || true)
   failed_tests=$(sed -n '/The following tests FAILED/,$p' "$logs/ctest.log" | grep -E '^[[:space:]]+[0-9]+ - ' | sed -E 's/^[[:space:]]+[0-9]+ - //' | tr '\n' ';')
   record ctest "$(status_of $step_rc)" "$step_s" "${res:-no result}; $skipped skipped${failed_tests:+; FAILED: $failed_tests}"
 fi
@@ -385,6 +412,7 @@ t0=$SECONDS
   else
     find "$build" \( -name '*.d' -o -name 'compiler_depend.make' -o -name 'depend.make' -o -name 'link.txt' \) -exec cat {} +
   fi
+  cat "$build/CMakeCache.txt"
 } >"$build/deps.txt" 2>/dev/null
 pkg_re='/usr/(local/)?include/([a-z0-9_]+-linux-gnu/)?(xtensor|xtl|xsimd|xtensor-blas|boost|catch2|benchmark|dlpack|zip\.h|zipconf\.h|cblas|openblas|f77blas|lapack)|/usr/(local/)?lib[^ ]*/(lib(open)?blas|liblapack|libbenchmark|libzip|libCatch2|libgfortran)[^ /]*'
 leaks=$(grep -oE "$pkg_re[^ :]*" "$build/deps.txt" | sort -u)

@@ -1,6 +1,7 @@
 #pragma once
-// xf::tensor: a value-semantic handle to a dense strided buffer, a meta (shape-only) tensor, or
-// a transform wrapper (grad-tracking, dual, batched). Copies share the implementation.
+/// \file
+/// xf::tensor: a value-semantic handle to a dense strided buffer, a meta (shape-only) tensor, or
+/// a transform wrapper (grad-tracking, dual, batched). Copies share the implementation.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -179,9 +180,12 @@ concept tensor_element = std::is_arithmetic_v<T>;
 /// The tensor handle. Copying shares storage; `clone()` copies the data.
 class tensor {
  public:
+  /// An undefined tensor (defined() is false), as torch's default tensor.
   tensor() = default;
+  /// A handle to an implementation (library use: ops and factories make tensors).
   explicit tensor(std::shared_ptr<detail::tensor_impl> impl) : impl_(std::move(impl)) {}
 
+  ///@{
   /// 1-d to 4-d tensors from nested braces; the dtype follows the element type.
   template <tensor_element T>
   tensor(std::initializer_list<T> v);
@@ -191,97 +195,150 @@ class tensor {
   tensor(std::initializer_list<std::initializer_list<std::initializer_list<T>>> v);
   template <tensor_element T>
   tensor(std::initializer_list<std::initializer_list<std::initializer_list<std::initializer_list<T>>>> v);
+  ///@}
 
+  /// Whether the handle refers to a tensor (a default-constructed one does not).
   bool defined() const { return impl_ != nullptr; }
+  /// The extents, one per dimension.
   const shape_t& shape() const;
+  /// The extent of dimension d (negative d counts from the end).
   std::int64_t size(std::int64_t d) const;
+  /// The number of dimensions (0 for a scalar).
   std::int64_t dim() const { return static_cast<std::int64_t>(shape().size()); }
+  /// The number of elements (the product of the extents).
   std::int64_t numel() const { return detail::numel_of(shape()); }
+  /// The element type.
   xfunc::dtype dtype() const;
+  /// Where the data lives (cpu; meta for a shape-only tensor).
   xfunc::device device() const;
   /// Strides (in elements) of the underlying dense buffer, as seen through this tensor.
   shape_t strides() const;
+  /// Whether the elements are laid out densely in row-major order.
   bool is_contiguous() const;
   /// The value of a 0-d or one-element tensor as T.
   template <class T>
   T item() const;
 
+  /// The values converted to dtype d (this tensor itself when it already has d).
   template <int D = 0>
   tensor to(xfunc::dtype d) const;
+  /// The tensor on device d (this tensor itself when it is already there).
   tensor to(xfunc::device d) const;
 
   // shape and views (see ops/view.hpp); methods that dispatch are templates only so that they
   // are instantiated on use (NOTE: [Lazy instantiation] in fwd.hpp)
+  /// The elements in shape s (one extent may be -1): a view when the strides allow it, else a
+  /// copy.
   template <int D = 0>
   tensor reshape(shape_t s) const;
+  /// A view in shape s (one extent may be -1); throws when the strides cannot express it (use
+  /// reshape).
   template <int D = 0>
   tensor view(shape_t s) const;
+  /// A view with dims d0 and d1 swapped.
   template <int D = 0>
   tensor transpose(std::int64_t d0, std::int64_t d1) const;
+  /// The transpose of a 2-d tensor (a view).
   template <int D = 0>
   tensor t() const;
+  /// A view with the dims reordered: dim i of the result is dim dims[i] of this tensor.
   template <int D = 0>
   tensor permute(dims_t dims) const;
+  /// A view with a new dim of size 1 at position d.
   template <int D = 0>
   tensor unsqueeze(std::int64_t d) const;
+  /// A view without the dims of size 1.
   template <int D = 0>
   tensor squeeze() const;
+  /// A view without dim d if its size is 1 (the same shape otherwise).
   template <int D = 0>
   tensor squeeze(std::int64_t d) const;
+  /// A view broadcast to shape s (size-1 and new leading dims repeat; -1 keeps an extent), no
+  /// copy.
   template <int D = 0>
   tensor expand(shape_t s) const;
+  /// The elements as a 1-d tensor (a view when the strides allow it).
   template <int D = 0>
   tensor flatten() const;
+  /// A view of index i along dim, without that dim (negative i counts from the end).
   template <int D = 0>
   tensor select(std::int64_t dim, std::int64_t i) const;
+  /// A view of `len` elements along dim, from `start`.
   template <int D = 0>
   tensor narrow(std::int64_t dim, std::int64_t start, std::int64_t len) const;
+  /// A view of the diagonal of dims 0 and 1, as the last dim (as torch's diagonal()).
   template <int D = 0>
   tensor diagonal() const;
+  /// A view with dim src moved to position dst.
   template <int D = 0>
   tensor movedim(std::int64_t src, std::int64_t dst) const;
+  /// This tensor when it is contiguous, else a contiguous copy.
   template <int D = 0>
   tensor contiguous() const;
+  /// A copy with storage of its own.
   template <int D = 0>
   tensor clone() const;
+  /// The same values (sharing storage) with no derivative flowing back through them.
   template <int D = 0>
   tensor detach() const;
 
   // in-place (see ops/inplace.hpp)
+  ///@{
+  /// In place: adds o (a tensor broadcast to this shape, or a double); returns *this.
   template <int D = 0>
   tensor& add_(const tensor& o);
   template <int D = 0>
   tensor& add_(double v);
+  ///@}
+  ///@{
+  /// In place: subtracts o (a tensor broadcast to this shape, or a double); returns *this.
   template <int D = 0>
   tensor& sub_(const tensor& o);
   template <int D = 0>
   tensor& sub_(double v);
+  ///@}
+  ///@{
+  /// In place: multiplies by o (a tensor broadcast to this shape, or a double); returns *this.
   template <int D = 0>
   tensor& mul_(const tensor& o);
   template <int D = 0>
   tensor& mul_(double v);
+  ///@}
+  ///@{
+  /// In place: divides by o (a tensor broadcast to this shape, or a double); returns *this.
   template <int D = 0>
   tensor& div_(const tensor& o);
   template <int D = 0>
   tensor& div_(double v);
+  ///@}
+  /// In place: copies src's values (broadcast, converted to this dtype); returns *this.
   template <int D = 0>
   tensor& copy_(const tensor& src);
+  /// In place: sets every element to 0; returns *this.
   template <int D = 0>
   tensor& zero_();
+  /// In place: sets every element to v; returns *this.
   template <int D = 0>
   tensor& fill_(double v);
+  /// In place: negates every element; returns *this.
   template <int D = 0>
   tensor& neg_();
+  /// In place: exp of every element; returns *this.
   template <int D = 0>
   tensor& exp_();
+  /// In place: sine of every element; returns *this.
   template <int D = 0>
   tensor& sin_();
+  /// In place: cosine of every element; returns *this.
   template <int D = 0>
   tensor& cos_();
+  /// In place: limits every element to [lo, hi]; returns *this.
   template <int D = 0>
   tensor& clamp_(double lo, double hi);
 
+  /// The implementation behind the handle (library use).
   detail::tensor_impl* impl() const { return impl_.get(); }
+  /// The shared owner of the implementation (library use).
   const std::shared_ptr<detail::tensor_impl>& impl_ptr() const { return impl_; }
 
  private:

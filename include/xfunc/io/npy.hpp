@@ -1,5 +1,6 @@
 #pragma once
-// NumPy .npy files: xf::save_npy and xf::load_npy.
+/// \file
+/// NumPy .npy files: xf::save_npy and xf::load_npy (docs/interchange.md).
 #include <algorithm>
 #include <bit>
 #include <cerrno>

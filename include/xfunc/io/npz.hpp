@@ -1,6 +1,7 @@
 #pragma once
-// NumPy .npz files (zip archives of .npy arrays): xf::save_npz, xf::save_npz_compressed and
-// xf::load_npz. Needs libzip (link -lzip; Debian libzip-dev).
+/// \file
+/// NumPy .npz files (zip archives of .npy arrays): xf::save_npz, xf::save_npz_compressed and
+/// xf::load_npz (docs/interchange.md). Uses libzip, which xfunc::xfunc links (Debian libzip-dev).
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
