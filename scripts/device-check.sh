@@ -132,6 +132,7 @@ mkdir -p "$build"
 build=$(readlink -f "$build")
 logs=${OUT:-$build/logs}
 mkdir -p "$logs"
+for f in env configure build ctest ctest-LastTest bench deps summary; do rm -f "$logs/$f.log" "$logs/$f.txt"; done
 read -r -a test_args <<<"${XFUNC_DEVICE_TEST_ARGS:--L cuda}"
 ctest_jobs=${XFUNC_DEVICE_CTEST_JOBS:-1}
 bench_min_time=${XFUNC_DEVICE_BENCH_MIN_TIME:-0.05}
@@ -348,6 +349,8 @@ for b in "${benches[@]}"; do add_target "$b"; done
 keep_going=(-k)
 [ ${#generator[@]} -gt 0 ] && keep_going=(-k 0)
 echo "device-check: $n_tests tests selected by ctest ${test_args[*]}; building: ${targets[*]:-(nothing)}" | tee -a "$logs/build.log"
+touch "$build/.build-start"
+sleep 1
 if [ ${#targets[@]} -gt 0 ]; then
   run_step "$logs/build.log" "$(left 330)" cmake --build "$build" -j "$jobs" --target "${targets[@]}" -- "${keep_going[@]}"
   build_rc=$step_rc
@@ -356,13 +359,10 @@ else
 fi
 built=() not_built=()
 for t in "${targets[@]}"; do
-  # built: up to date (ninja -n has no work) or, with make, its executable is there
-  if [ -f "$build/build.ninja" ]; then
-    ninja -C "$build" -n "$t" 2>/dev/null | grep -q 'no work to do'
-  else
-    [ -n "$(find "$build" -name "$t" -type f -perm -u+x -print -quit)" ]
-  fi
-  if [ $? = 0 ]; then
+  # built: its output is there, and was written by this build or is up to date
+  f=$(find "$build" \( -name "$t" -o -name "lib$t.a" -o -name "lib$t.so" \) -type f -print -quit)
+  if [ -n "$f" ] && { [ "$f" -nt "$build/.build-start" ] ||
+       { [ -f "$build/build.ninja" ] && ninja -C "$build" -n "$t" 2>/dev/null | grep -q 'no work to do'; }; }; then
     built+=("$t")
   else
     not_built+=("$t")
@@ -399,7 +399,7 @@ for b in "${benches[@]}"; do
     continue
   fi
   echo "=== $b" >>"$logs/bench.log"
-  run_step "$logs/bench.log" "$(left 120)" "$exe" "--benchmark_min_time=$bench_min_time" "${bench_args[@]}"
+  run_step "$logs/bench.log" "$(left 120)" "$exe" "--benchmark_min_time=$bench_min_time" --benchmark_color=false "${bench_args[@]}"
   record "$b" "$(status_of $step_rc)" "$step_s" "$(grep -cE '^[A-Za-z].* (ns|us|ms|s) ' "$logs/bench.log") timing lines; table in bench.log"
 done
 
