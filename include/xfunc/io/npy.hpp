@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -19,7 +19,7 @@
 #include <system_error>
 #include <vector>
 
-#include <xtensor/xnpy.hpp>
+#include <sys/stat.h>
 
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/core/error.hpp>
@@ -35,15 +35,16 @@ namespace detail {
 // Python dict literal {'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), } padded with
 // spaces and ended by '\n', then the elements in C or Fortran order, in the byte order of descr.
 //
-// What we take from xtensor/xnpy.hpp, and why:
-// - Writing: xt::detail::write_header (with xt::detail::build_typestring for the descr) writes
-//   exactly the header numpy writes (version 1.0, or 2.0 when long; sorted keys; padded to 64
-//   bytes). It is used as is. xt::detail::dump_npy_stream / xt::dump_npy, which also write the
-//   data, are not: they write through an xexpression, need one adaptor per dtype for no gain,
-//   do not check that the writes succeeded (dump_npy(filename, e)), or build the whole file in a
-//   std::stringstream (dump_npy(e)), a second copy of the data. We write the contiguous buffer
-//   ourselves, in one call, and check the stream.
-// - Reading: nothing. xt::load_npy<T> needs the element type at compile time and the exact
+// What we take from xtensor/xnpy.hpp, and why: nothing, in the end.
+// - Writing: xt::detail::write_header writes exactly the header numpy writes, and we used it at
+//   first; but <xtensor/xnpy.hpp> brings <regex>, <complex>, <iostream> and xadapt into every
+//   translation unit that includes <xfunc/xfunc.hpp> (about 1 s of parsing at -O2 on our
+//   machine), for 25 lines of formatting. npy_header_of below writes the same bytes (version 1.0,
+//   or 2.0 when long; numpy's key order; padded with spaces to a multiple of 64 bytes, ended by
+//   '\n'). xt::dump_npy, which also writes the data, does not check that the writes succeeded
+//   and goes through an xexpression per dtype; we write the contiguous buffer in one call and
+//   check the stream.
+// - Reading: xt::load_npy<T> needs the element type at compile time and the exact
 //   typestring of the host (no widening, no other byte order); it reads the header length with
 //   signed chars (a length byte >= 0x80 is sign-extended into a wrong length); it allocates what
 //   the header's shape asks for before knowing whether the file holds that much; it ignores a
@@ -499,16 +500,30 @@ inline tensor npy_savable(const tensor& t, const char* fn, const std::string& wh
   return backend::contiguous_as(v, v.dtype());
 }
 
-/// The .npy header (magic, version, length, dict, padding) of a contiguous tensor, written by
-/// xtensor (NOTE: [NumPy files and xtensor's xnpy]).
+/// The .npy header (magic, version, length, dict, padding) of a contiguous tensor, byte for byte
+/// what numpy.save writes (NOTE: [NumPy files and xtensor's xnpy]).
 inline std::string npy_header_of(const tensor& c) {
-  std::ostringstream os;
-  std::vector<std::size_t> shape(c.shape().begin(), c.shape().end());
-  visit_dtype(c.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    xt::detail::write_header(os, xt::detail::build_typestring<T>(), false, shape);
-  });
-  return std::move(os).str();
+  const char* descr = c.dtype() == dtype::float32   ? "<f4"
+                      : c.dtype() == dtype::float64 ? "<f8"
+                      : c.dtype() == dtype::int64   ? "<i8"
+                                                    : "|b1";
+  static_assert(std::endian::native == std::endian::little, "xf::save_npy writes little-endian descrs");
+  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (";
+  for (std::size_t d = 0; d < c.shape().size(); ++d)
+    dict += std::to_string(c.shape()[d]) + (c.shape().size() == 1 ? "," : d + 1 < c.shape().size() ? ", " : "");
+  dict += "), }";
+  // magic (6) + version (2) + length (2, or 4 in version 2.0) + dict + padding + '\n', a multiple of 64
+  const bool v2 = 6 + 2 + 2 + dict.size() + 1 >= 255 * 255;
+  const std::size_t prefix = v2 ? 12 : 10;
+  const std::size_t total = (prefix + dict.size() + 1 + 63) / 64 * 64;
+  dict.append(total - prefix - dict.size() - 1, ' ');
+  dict += '\n';
+  const std::size_t len = dict.size();
+  std::string out = "\x93NUMPY";
+  out += static_cast<char>(v2 ? 2 : 1);
+  out += '\0';
+  for (std::size_t i = 0; i < (v2 ? 4u : 2u); ++i) out += static_cast<char>((len >> (8 * i)) & 0xff);
+  return out + dict;
 }
 
 /// The data bytes of a contiguous tensor.
@@ -521,16 +536,17 @@ inline std::string_view npy_data_of(const tensor& c) {
 }
 
 /// "'path'" for messages.
-inline std::string quoted_path(const std::filesystem::path& p) { return "'" + p.string() + "'"; }
+inline std::string quoted_path(const std::string& p) { return "'" + p + "'"; }
 
 /// Why a file cannot be opened for reading, or "" when it can be tried: missing, a directory...
-inline std::string npy_unreadable_reason(const std::filesystem::path& path) {
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  if (st.type() == std::filesystem::file_type::not_found) return "no such file; check the path";
-  if (ec) return ec.message();
-  if (st.type() == std::filesystem::file_type::directory) return "it is a directory, not a file";
-  if (st.type() != std::filesystem::file_type::regular) return "not a regular file";
+/// (POSIX stat rather than <filesystem>, which would cost every includer of xfunc.hpp its parse.)
+inline std::string npy_unreadable_reason(const std::string& path, std::uint64_t* size = nullptr) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return errno == ENOENT ? "no such file; check the path" : std::strerror(errno);
+  if (S_ISDIR(st.st_mode)) return "it is a directory, not a file";
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (size) *size = static_cast<std::uint64_t>(st.st_size);
   return "";
 }
 
@@ -541,7 +557,7 @@ inline std::string npy_unreadable_reason(const std::filesystem::path& path) {
 /// Views and non-contiguous tensors are written in C order. The path is used as given (no ".npy"
 /// is appended). Throws xf::error ("npy" and the path) for an undefined or meta tensor, a tensor
 /// of a transform that is running (save the transform's result instead), or a failed write.
-inline void save_npy(const std::filesystem::path& path, const tensor& t) {
+inline void save_npy(const std::string& path, const tensor& t) {
   const std::string what = "the .npy file " + detail::quoted_path(path);
   const tensor c = detail::npy_savable(t, "xf::save_npy", what);
   const std::string header = detail::npy_header_of(c);
@@ -557,8 +573,7 @@ inline void save_npy(const std::filesystem::path& path, const tensor& t) {
   out.close();
   if (!out) {
     const int err = errno;
-    std::error_code ignored;
-    std::filesystem::remove(path, ignored);  // a partial file would load as truncated later
+    std::remove(path.c_str());  // a partial file would load as truncated later
     detail::fail("xf::save_npy: writing ", what, " failed (", std::strerror(err), "); check the free space and permissions");
   }
 }
@@ -570,19 +585,17 @@ inline void save_npy(const std::filesystem::path& path, const tensor& t) {
 /// ("npy" and the path) for a missing, truncated or foreign file, a malformed header, an
 /// unsupported dtype (complex, object, strings, structured, datetime, long double) or more than
 /// 16 dimensions.
-inline tensor load_npy(const std::filesystem::path& path) {
+inline tensor load_npy(const std::string& path) {
   const std::string where = detail::quoted_path(path);
-  if (const std::string why = detail::npy_unreadable_reason(path); !why.empty())
+  std::uint64_t size = 0;
+  if (const std::string why = detail::npy_unreadable_reason(path, &size); !why.empty())
     detail::fail("xf::load_npy: cannot read the .npy file ", where, ": ", why);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;
     detail::fail("xf::load_npy: cannot open the .npy file ", where, " (", std::strerror(err), "); check its permissions");
   }
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) detail::fail("xf::load_npy: cannot read the size of the .npy file ", where, " (", ec.message(), ")");
-  detail::npy_reader r{"xf::load_npy", where, static_cast<std::uint64_t>(size), 0, {}};
+  detail::npy_reader r{"xf::load_npy", where, size, 0, {}};
   r.read_some = [&](char* dst, std::size_t n) -> std::size_t {
     in.read(dst, static_cast<std::streamsize>(n));
     if (in.bad()) r.fail_here("reading the .npy file failed (an I/O error)");

@@ -3,7 +3,6 @@
 /// NumPy .npz files (zip archives of .npy arrays): xf::save_npz, xf::save_npz_compressed and
 /// xf::load_npz (docs/interchange.md). Uses libzip, which xfunc::xfunc links (Debian libzip-dev).
 #include <cstdint>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -11,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include <sys/stat.h>
 #include <zip.h>
 
 #include <xfunc/io/npy.hpp>
@@ -48,21 +48,21 @@ struct zip_file_closer {
 };
 
 /// Whether the file starts with the .npy magic string (to suggest xf::load_npy).
-inline bool starts_like_npy(const std::filesystem::path& path) {
+inline bool starts_like_npy(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char b[6] = {};
   return in.read(b, 6) && std::string_view(b, 6) == std::string_view("\x93NUMPY", 6);
 }
 
 /// Whether the file starts with a zip local-file header ("PK\3\4").
-inline bool starts_like_zip(const std::filesystem::path& path) {
+inline bool starts_like_zip(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char b[4] = {};
   return in.read(b, 4) && std::string_view(b, 4) == std::string_view("PK\x03\x04", 4);
 }
 
 /// Writes `arrays` as an .npz archive, each member stored or deflated.
-inline void write_npz(const char* fn, const std::filesystem::path& path, const std::map<std::string, tensor>& arrays,
+inline void write_npz(const char* fn, const std::string& path, const std::map<std::string, tensor>& arrays,
                       bool compressed) {
   const std::string where = quoted_path(path);
   // every tensor is checked, and made contiguous, before the file is touched
@@ -90,12 +90,15 @@ inline void write_npz(const char* fn, const std::filesystem::path& path, const s
            "; check that its folder exists and is writable");
     return;
   }
-  std::error_code ec;
-  if (path.has_parent_path() && !std::filesystem::is_directory(path.parent_path(), ec))
-    fail(fn, ": cannot write the .npz file of .npy arrays ", where, ": its folder ", quoted_path(path.parent_path()),
-         " does not exist; create it first");
+  if (const std::size_t slash = path.find_last_of('/'); slash != std::string::npos && slash > 0) {
+    const std::string folder = path.substr(0, slash);
+    struct stat st {};
+    if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      fail(fn, ": cannot write the .npz file of .npy arrays ", where, ": its folder ", quoted_path(folder),
+           " does not exist; create it first");
+  }
   int code = 0;
-  std::unique_ptr<zip_t, zip_discarder> z(zip_open(path.string().c_str(), ZIP_CREATE | ZIP_TRUNCATE, &code));
+  std::unique_ptr<zip_t, zip_discarder> z(zip_open(path.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &code));
   if (!z)
     fail(fn, ": cannot create the .npz file of .npy arrays ", where, " (", zip_error_text(code),
          "); check that its folder is writable");
@@ -129,12 +132,12 @@ inline void write_npz(const char* fn, const std::filesystem::path& path, const s
 /// uncompressed member "<key>.npy" per entry (each written as xf::save_npy writes a file), which
 /// numpy.load and xf::load_npz read back. Throws xf::error ("npy" and the path) for a tensor
 /// that xf::save_npy rejects (naming its key) or a failed write; the file is then left as it was.
-inline void save_npz(const std::filesystem::path& path, const std::map<std::string, tensor>& arrays) {
+inline void save_npz(const std::string& path, const std::map<std::string, tensor>& arrays) {
   detail::write_npz("xf::save_npz", path, arrays, false);
 }
 
 /// Like xf::save_npz, with each member deflated, like numpy.savez_compressed.
-inline void save_npz_compressed(const std::filesystem::path& path, const std::map<std::string, tensor>& arrays) {
+inline void save_npz_compressed(const std::string& path, const std::map<std::string, tensor>& arrays) {
   detail::write_npz("xf::save_npz_compressed", path, arrays, true);
 }
 
@@ -143,13 +146,13 @@ inline void save_npz_compressed(const std::filesystem::path& path, const std::ma
 /// as xf::load_npy reads a file (same dtype rule). Throws xf::error ("npy" and the path) for a
 /// missing, truncated or foreign file, and for a member that is not a valid .npy array or fails
 /// its CRC check (naming the member).
-inline std::map<std::string, tensor> load_npz(const std::filesystem::path& path) {
+inline std::map<std::string, tensor> load_npz(const std::string& path) {
   const std::string where = detail::quoted_path(path);
   const char* what = "the .npz file (a zip of .npy arrays) ";
   if (const std::string why = detail::npy_unreadable_reason(path); !why.empty())
     detail::fail("xf::load_npz: cannot read ", what, where, ": ", why);
   int code = 0;
-  std::unique_ptr<zip_t, detail::zip_discarder> z(zip_open(path.string().c_str(), ZIP_RDONLY, &code));
+  std::unique_ptr<zip_t, detail::zip_discarder> z(zip_open(path.c_str(), ZIP_RDONLY, &code));
   if (!z) {
     if (detail::starts_like_npy(path))
       detail::fail("xf::load_npz: ", where, " is a single .npy array, not an .npz archive; read it with xf::load_npy");
