@@ -19,7 +19,10 @@ class shared_library {
     for (const std::string& name : candidates) {
       if (name.empty()) continue;
       dlerror();
-      handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+      // NODELETE: closing the handle does not unload the code. The driver and NVRTC are never
+      // really done with (their own static state, e.g. an exception pool, would be reported as
+      // leaked by LeakSanitizer once the code holding it is gone)
+      handle_ = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
       if (handle_) {
         name_ = name;
         return;
