@@ -19,6 +19,12 @@ if [ "${XFUNC_SKIP_SANITIZERS:-0}" != "1" ]; then
   # (header-only: two test programs do not repay building the kernel library under TSan)
   cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE= -DCMAKE_CXX_FLAGS="-O1 -g0" -DXFUNC_SANITIZE=thread -DXFUNC_BUILD_KERNELS=OFF \
     -DXFUNC_BUILD_BENCHMARKS=OFF -DXFUNC_BUILD_EXAMPLES=OFF
-  cmake --build build/tsan -j"$jobs" --target test_threads test_threads_stress test_backend_parallel
-  (cd build/tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R '^(test_threads|test_threads_stress|test_backend_parallel)$')
+  # (and the CUDA caching allocator's bookkeeping, where the CUDA toolkit makes it a target)
+  tsan_tests="test_threads test_threads_stress test_backend_parallel"
+  if cmake --build build/tsan --target help | grep test_cuda_caching_allocator >/dev/null; then
+    tsan_tests="$tsan_tests test_cuda_caching_allocator"
+  fi
+  # shellcheck disable=SC2086  # a list of target names
+  cmake --build build/tsan -j"$jobs" --target $tsan_tests
+  (cd build/tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -R "^(${tsan_tests// /|})\$")
 fi
