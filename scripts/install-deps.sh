@@ -235,25 +235,16 @@ check_versioned() {
   fi
 }
 
-check_openblas() {
-  local need="OpenBLAS (cblas.h, libopenblas.so)" inc lib
-  if ! inc=$(find_header cblas.h); then
-    report missing "$need" "cblas.h not found" libopenblas-dev
-  elif ! lib=$(find_library libopenblas.so); then
-    report missing "$need" "libopenblas.so not found in the library path" libopenblas-dev
+# check_header_and_library NEED HEADER LIBRARY PACKAGE: a header in the include path and a
+# shared library in the library path, both from PACKAGE
+check_header_and_library() {
+  local need="$1 ($2, $3)" inc lib
+  if ! inc=$(find_header "$2"); then
+    report missing "$need" "$2 not found" "$4"
+  elif ! lib=$(find_library "$3"); then
+    report missing "$need" "$3 not found in the library path" "$4"
   else
-    report ok "$need" "cblas.h in $inc, libopenblas.so in $lib"
-  fi
-}
-
-check_libzip() {
-  local need="libzip (zip.h, libzip.so)" inc lib
-  if ! inc=$(find_header zip.h); then
-    report missing "$need" "zip.h not found" libzip-dev
-  elif ! lib=$(find_library libzip.so); then
-    report missing "$need" "libzip.so not found in the library path" libzip-dev
-  else
-    report ok "$need" "zip.h in $inc, libzip.so in $lib"
+    report ok "$need" "$2 in $inc, $3 in $lib"
   fi
 }
 
@@ -334,8 +325,8 @@ check_all() {
     XTENSOR_VERSION 0.24 0.26
   check_versioned "xtensor-blas >= 0.20" libxtensor-blas-dev "" xtensor-blas/xlinalg.hpp \
     xtensor-blas/xblas_config.hpp XTENSOR_BLAS_VERSION 0.20
-  check_openblas
-  check_libzip
+  check_header_and_library OpenBLAS cblas.h libopenblas.so libopenblas-dev
+  check_header_and_library libzip zip.h libzip.so libzip-dev
   if [ "$want_tests" != 0 ]; then
     check_catch2
     check_dlpack
