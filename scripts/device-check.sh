@@ -255,7 +255,8 @@ for so in $XFUNC_BUNDLE_FALLBACK_LIBS; do
   fi
 done
 export LD_LIBRARY_PATH=$rt:$rt/fallback${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-# nvcc run by a test script (cuda_element_kernels) finds the bundle's headers through CPATH
+# nvcc run by the build (xfunc's kernels) and by a test script (cuda_kernels_ptx) finds the
+# bundle's headers through CPATH
 export CPATH=$bundle/include${CPATH:+:$CPATH}
 record libs "$([ "$lib_ok" = 1 ] && echo PASS || echo FAIL)" $((SECONDS - t0)) \
   "unpacked into $rt; fallback used: ${used_fallback[*]:-none}"
@@ -268,6 +269,8 @@ cuda_args=()
 if [ -n "$nvcc" ]; then
   cuda_root=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
   cuda_args=(-DXFUNC_ENABLE_CUDA=ON "-DCUDAToolkit_ROOT=$cuda_root" "-DCMAKE_CUDA_COMPILER=$nvcc" -DCMAKE_CUDA_ARCHITECTURES=90)
+  # on the GPU the backend tests and the conformance table run on the device, not the fake driver
+  [ "$local_run" = 1 ] || cuda_args+=(-DXFUNC_TEST_CUDA_FAKE=OFF)
 elif [ "$local_run" = 1 ]; then
   cuda_args=(-DXFUNC_ENABLE_CUDA=AUTO)
 else
@@ -402,6 +405,13 @@ for b in "${benches[@]}"; do
   run_step "$logs/bench.log" "$(left 120)" "$exe" "--benchmark_min_time=$bench_min_time" --benchmark_color=false "${bench_args[@]}"
   record "$b" "$(status_of $step_rc)" "$step_s" "$(grep -cE '^[A-Za-z].* (ns|us|ms|s) ' "$logs/bench.log") timing lines; table in bench.log"
 done
+
+# torch.func on the same GPU, bench_cuda's peer (where PyTorch is: the GPU machine has it)
+if [ "$local_run" != 1 ] && python3 -c 'import torch; assert torch.cuda.is_available()' >/dev/null 2>&1; then
+  echo "=== torch.func" >>"$logs/bench.log"
+  run_step "$logs/bench.log" "$(left 60)" python3 "$repo/scripts/bench_torch_cuda.py"
+  record torch "$(status_of $step_rc)" "$step_s" "$(grep -m1 'torch.func' "$logs/bench.log" | tail -n1)"
+fi
 
 # ---- 7. where the headers and libraries came from ------------------------------------------------
 t0=$SECONDS

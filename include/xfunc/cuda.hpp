@@ -3,10 +3,11 @@
 /// CUDA devices (API.md section 7; CMake target xfunc::cuda): whether CUDA can be used, how many
 /// devices there are, and waiting for them. The driver and NVRTC are loaded on first use, so a
 /// program linked with xfunc::cuda starts and runs on the cpu where there is no driver or no GPU
-/// (NOTE: [Lazy CUDA libraries]). Status of the backend: device discovery, the driver and NVRTC
-/// with a kernel cache exist; cuda tensors do not yet (docs/cuda.md).
+/// (NOTE: [Lazy CUDA libraries]). Including it also brings the CUDA backend of the ops
+/// (include/xfunc/cuda/ops.hpp; docs/cuda.md lists the ops with cuda kernels).
 #include <xfunc/cuda/driver.hpp>
 #include <xfunc/cuda/nvrtc.hpp>
+#include <xfunc/cuda/ops.hpp>
 
 namespace xfunc {
 

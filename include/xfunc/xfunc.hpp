@@ -39,3 +39,8 @@
 #include <xfunc/transforms/transformed.hpp>
 #include <xfunc/transforms/vjp.hpp>
 #include <xfunc/transforms/vmap.hpp>
+
+// The CUDA backend, when the program is built with xfunc::cuda (NOTE: [Device backends]).
+#ifdef XFUNC_WITH_CUDA
+#include <xfunc/cuda.hpp>
+#endif

@@ -18,6 +18,7 @@
 #endif
 
 #include <xfunc/core/device.hpp>
+#include <xfunc/core/device_backend.hpp>
 #include <xfunc/core/dtype.hpp>
 #include <xfunc/core/error.hpp>
 #include <xfunc/core/layer.hpp>
@@ -149,8 +150,12 @@ struct storage {
   /// back with `release(release_context)` (NOTE: [Memory shared with other libraries]).
   storage(std::byte* data, std::size_t nbytes, void (*release)(void*), void* release_context)
       : data(data), nbytes(nbytes), release(release), release_context(release_context), shared_externally(true) {}
+  /// `nbytes` of memory on device `dev` (not the cpu), from its backend (NOTE: [Device backends]).
+  storage(xfunc::device dev, std::size_t nbytes, const char* fn)
+      : data(backend_of(dev, fn).allocate(dev, nbytes)), nbytes(nbytes), dev(dev) {}
   ~storage() {
     if (release) release(release_context);
+    else if (dev.kind != device_kind::cpu) backend_of(dev, "xf").release(dev, data);
     else if (data != small) large_buffer_cache::instance().put(data, rounded());
   }
   storage(const storage&) = delete;
@@ -163,6 +168,7 @@ struct storage {
   void* release_context = nullptr;
   // Another library may read or write this buffer (DLPack), so no deferred program may read it.
   std::atomic<bool> shared_externally{false};
+  xfunc::device dev = cpu;  // where `data` points (NOTE: [Device backends])
   alignas(16) std::byte small[32];
 
  private:
@@ -209,7 +215,7 @@ class tensor {
   std::int64_t numel() const { return detail::numel_of(shape()); }
   /// The element type.
   xfunc::dtype dtype() const;
-  /// Where the data lives (cpu; meta for a shape-only tensor).
+  /// Where the data lives (cpu, a cuda device, or meta for a shape-only tensor).
   xfunc::device device() const;
   /// Strides (in elements) of the underlying dense buffer, as seen through this tensor.
   shape_t strides() const;
@@ -222,8 +228,16 @@ class tensor {
   /// The values converted to dtype d (this tensor itself when it already has d).
   template <int D = 0>
   tensor to(xfunc::dtype d) const;
-  /// The tensor on device d (this tensor itself when it is already there).
+  /// The tensor on device d (this tensor itself when it is already there): a copy between the
+  /// cpu and a cuda device, differentiable and batchable like any op.
+  template <int D = 0>
   tensor to(xfunc::device d) const;
+  /// to(cuda device `index`).
+  template <int D = 0>
+  tensor cuda(std::int32_t index = 0) const;
+  /// to(xf::cpu).
+  template <int D = 0>
+  tensor cpu() const;
 
   // shape and views (see ops/view.hpp); methods that dispatch are templates only so that they
   // are instantiated on use (NOTE: [Lazy instantiation] in fwd.hpp)
@@ -402,26 +416,36 @@ struct tensor_impl {
     if (deferred.load(std::memory_order_acquire)) settle_deferred(*this);
     settle_readers_of(*store);  // returns at once when nothing reads it
   }
+  /// The cpu data (after prepare_access); a tensor elsewhere has none the host may touch.
   template <class T>
   T* data() const {
+    if (dev.kind != device_kind::cpu) [[unlikely]] fail_host_access();
     prepare_access();
     return reinterpret_cast<T*>(store->data) + offset;
+  }
+  /// The data on the tensor's own device (device backends; never dereferenced on the host).
+  template <class T>
+  T* device_data() const {
+    return reinterpret_cast<T*>(store->data) + offset;
+  }
+  [[noreturn]] void fail_host_access() const {
+    fail("xf: internal error: host access to the data of a ", dev, " tensor; an op reached a cpu kernel with it, "
+         "please report this with the program that triggered it");
   }
 };
 
 /// A fresh contiguous dense impl. Every new tensor comes through here, so its shape is checked
 /// here (NOTE: [Checked shape arithmetic]); `fn` names the op in the message ("shape").
 inline std::shared_ptr<tensor_impl> make_dense_impl(const shape_t& s, dtype dt, device dev, const char* fn = "xf") {
-  if (dev.kind == device_kind::cuda)
-    fail(fn, ": the cuda device is not available in this build (CPU and meta only); use xf::cpu");
   auto impl = make_pooled<tensor_impl>();
   impl->dt = dt;
   impl->dev = dev;
   impl->shape = s;
   // one pass: the strides, the element count, and the checks that count, bytes and strides fit
   const std::int64_t n = check_shape(s, fn, dtype_size(dt), &impl->strides);
-  if (dev.kind == device_kind::cpu)
-    impl->store = make_pooled<storage>(static_cast<std::size_t>(n) * dtype_size(dt));
+  const auto bytes = static_cast<std::size_t>(n) * dtype_size(dt);
+  if (dev.kind == device_kind::cpu) impl->store = make_pooled<storage>(bytes);
+  else if (dev.kind != device_kind::meta) impl->store = make_pooled<storage>(dev, bytes, fn);
   return impl;
 }
 

@@ -31,11 +31,17 @@ inline const tensor& concrete_value(const tensor& t, const char* what) {
   if (p->device() == meta) fail("xf: ", what, " of a meta tensor: meta tensors have no data");
   return *p;
 }
+/// concrete_value on the cpu: a device's tensor is copied to the host (which waits for it).
+inline tensor host_value(const tensor& t, const char* what) {
+  const tensor& v = concrete_value(t, what);
+  if (v.impl()->dev == cpu) return v;
+  return backend_of(v.impl()->dev, what).download(v);
+}
 }  // namespace detail
 
 template <class T>
 T tensor::item() const {
-  const tensor& v = detail::concrete_value(*this, "item()");
+  const tensor v = detail::host_value(*this, "item()");
   if (v.numel() != 1)
     detail::fail("xf: item() needs a tensor with exactly one element, got shape ", v.shape());
   T out{};
@@ -46,18 +52,9 @@ T tensor::item() const {
   return out;
 }
 
-inline tensor tensor::to(xfunc::device d) const {
-  detail::require_defined(*this, "xf::to");
-  if (d == device()) return *this;
-  if (d.kind == device_kind::cuda)
-    detail::fail("xf::to: the cuda device is not available in this build (CPU and meta only); use xf::cpu");
-  if (d == meta) return detail::empty_dense(shape(), dtype(), meta);
-  detail::fail("xf::to: a meta tensor has no data to move to ", d, "; create the tensor on that device instead");
-}
-
-/// Copies any xtensor expression into a new tensor (dtype from its value type).
+/// Copies any xtensor expression into a new tensor (dtype from its value type) on device `dev`.
 template <class E>
-tensor from_xtensor(const xt::xexpression<E>& expr) {
+tensor from_xtensor(const xt::xexpression<E>& expr, device dev = cpu) {
   using V = typename E::value_type;
   xt::xarray<V> a = expr.derived_cast();
   shape_t s(a.shape().begin(), a.shape().end());
@@ -66,13 +63,13 @@ tensor from_xtensor(const xt::xexpression<E>& expr) {
     using T = typename decltype(tag)::type;
     std::copy(a.begin(), a.end(), t.impl()->template data<T>());
   });
-  return t;
+  return dev == cpu ? t : t.to(dev);
 }
 
 /// The values of t as an xt::xarray<T>.
 template <class T>
 xt::xarray<T> to_xtensor(const tensor& t) {
-  const tensor& v = detail::concrete_value(t, "to_xtensor");
+  const tensor v = detail::host_value(t, "to_xtensor");
   std::vector<std::size_t> s(v.shape().begin(), v.shape().end());
   xt::xarray<T> out(s);
   tensor c = detail::backend::contiguous_as(v, dtype_of<T>());
@@ -85,8 +82,8 @@ xt::xarray<T> to_xtensor(const tensor& t) {
 /// Whether a and b have the same shape and |a - b| <= atol + rtol * |b| elementwise (a NaN
 /// matches nothing), compared in float64.
 inline bool allclose(const tensor& a, const tensor& b, double rtol, double atol) {
-  const tensor& x = detail::concrete_value(a, "allclose");
-  const tensor& y = detail::concrete_value(b, "allclose");
+  const tensor x = detail::host_value(a, "allclose");
+  const tensor y = detail::host_value(b, "allclose");
   if (!(x.shape() == y.shape())) return false;
   tensor xc = detail::backend::contiguous_as(x, f64), yc = detail::backend::contiguous_as(y, f64);
   const double* p = xc.impl()->data<double>();
@@ -165,8 +162,10 @@ inline std::ostream& operator<<(std::ostream& os, const tensor& maybe_escaped) {
     case detail::impl_kind::dense:
       os << "tensor(";
       if (p.dev == meta) os << "...";
-      else detail::print_values(os, t);
-      return os << ", shape=" << p.shape << ", dtype=" << p.dt << (p.dev == meta ? ", device=meta" : "") << ')';
+      else detail::print_values(os, detail::host_value(t, "printing"));
+      os << ", shape=" << p.shape << ", dtype=" << p.dt;
+      if (p.dev != cpu) os << ", device=" << p.dev;
+      return os << ')';
     case detail::impl_kind::grad:
       return os << "grad_tracking(level=" << p.owner_level << ", value=" << p.inner << ')';
     case detail::impl_kind::dual:

@@ -44,6 +44,10 @@ struct driver_api {
   decltype(&::cuMemFree) mem_free = nullptr;
   decltype(&::cuMemcpyHtoD) memcpy_htod = nullptr;
   decltype(&::cuMemcpyDtoH) memcpy_dtoh = nullptr;
+  decltype(&::cuMemcpyHtoDAsync) memcpy_htod_async = nullptr;
+  decltype(&::cuMemcpyDtoHAsync) memcpy_dtoh_async = nullptr;
+  decltype(&::cuStreamCreate) stream_create = nullptr;
+  decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
 
   /// Whether CUDA can be used: the library loaded, every function was found, cuInit succeeded
   /// and there is at least one device.
@@ -95,10 +99,15 @@ inline driver_api load_driver(std::initializer_list<std::string> candidates) {
   d.mem_free = l.symbol<decltype(d.mem_free)>("cuMemFree_v2");
   d.memcpy_htod = l.symbol<decltype(d.memcpy_htod)>("cuMemcpyHtoD_v2");
   d.memcpy_dtoh = l.symbol<decltype(d.memcpy_dtoh)>("cuMemcpyDtoH_v2");
+  d.memcpy_htod_async = l.symbol<decltype(d.memcpy_htod_async)>("cuMemcpyHtoDAsync_v2");
+  d.memcpy_dtoh_async = l.symbol<decltype(d.memcpy_dtoh_async)>("cuMemcpyDtoHAsync_v2");
+  d.stream_create = l.symbol<decltype(d.stream_create)>("cuStreamCreate");
+  d.stream_synchronize = l.symbol<decltype(d.stream_synchronize)>("cuStreamSynchronize");
   const bool complete = d.init && d.driver_get_version && d.device_get_count && d.device_get && d.device_get_attribute &&
                         d.primary_ctx_retain && d.ctx_set_current && d.ctx_synchronize && d.module_load_data &&
                         d.module_get_function && d.launch_kernel && d.mem_alloc && d.mem_free && d.memcpy_htod &&
-                        d.memcpy_dtoh;
+                        d.memcpy_dtoh && d.memcpy_htod_async && d.memcpy_dtoh_async && d.stream_create &&
+                        d.stream_synchronize;
   if (!complete) {
     d.why_not = "the NVIDIA driver library " + l.name() + " lacks functions of the CUDA driver API; update the driver";
     return d;

@@ -93,6 +93,76 @@ class views_as_copies_scope {
 template <class Op>
 tensor view_as_copy(std::span<const tensor> in, const typename Op::attrs& a);
 
+// NOTE: [Device dispatch]
+// At the bottom of the dispatch (plain tensors only) an op whose arguments include a tensor on
+// a device other than the cpu runs that device's kernel: `cuda_kernel_of<Op>`, set by the CUDA
+// backend (include/xfunc/cuda/ops.hpp; NOTE: [Device backends]). Ops whose kernel never touches
+// data run their one kernel on every device: views (they only make new strides over the same
+// storage) and ops that say `device_generic = true` (xf::to between devices). All tensor arguments must be on that one device,
+// except 0-d cpu tensors, which act as scalars and are moved there. Transforms need nothing
+// more: their rules call ops, which land here with plain tensors on the device.
+
+/// An op's kernel for one device kind.
+template <class Op>
+using device_kernel_fn = tensor (*)(std::span<const tensor>, const typename Op::attrs&);
+/// Op's cuda kernel (null: it has none, or the program is built without xfunc::cuda).
+template <class Op>
+inline device_kernel_fn<Op> cuda_kernel_of = nullptr;
+
+template <class Op>
+constexpr bool is_device_generic() {
+  if constexpr (requires { Op::device_generic; }) return Op::device_generic;
+  else return is_view_op<Op>();
+}
+
+/// Whether any argument (a plain tensor) lives on a device other than the cpu and meta.
+inline bool any_on_device(std::span<const tensor> in) {
+  for (const auto& t : in)
+    if (t.impl() && t.impl()->dev.kind == device_kind::cuda) [[unlikely]] return true;
+  return false;
+}
+
+/// Runs Op's cuda kernel on `in` (NOTE: [Device dispatch]).
+template <class Op>
+tensor run_device_kernel(std::span<const tensor> in, const typename Op::attrs& a) {
+  device d = cpu;
+  for (const auto& t : in)
+    if (t.impl() && t.impl()->dev.kind == device_kind::cuda) {
+      d = t.impl()->dev;
+      break;
+    }
+  bool scalars = false;
+  for (const auto& t : in) {
+    if (!t.impl() || t.impl()->dev == d) continue;
+    if (t.impl()->dev == cpu && t.impl()->shape.empty()) {
+      scalars = true;
+      continue;
+    }
+    fail(Op::name, ": tensor arguments on different devices (", d, " and ", t.impl()->dev,
+         "); move them to one device first, e.g. with .to(", d, ") (only 0-d cpu tensors act as scalars on any device)");
+  }
+  if constexpr (is_device_generic<Op>()) {
+    return Op::kernel(in, a);
+  } else {
+    const device_kernel_fn<Op> k = cuda_kernel_of<Op>;
+    if (!k)
+      fail(Op::name, ": has no cuda kernel yet (docs/cuda.md lists the ops that run on cuda tensors); "
+           "compute it on the cpu, e.g. with .cpu() on its arguments");
+    if (!scalars) return k(in, a);
+    tensor_list moved(in.begin(), in.end());
+    for (auto& t : moved)
+      if (t.impl() && t.impl()->dev == cpu) t = t.to(d);
+    return k(moved, a);
+  }
+}
+
+/// Op's kernel on plain tensors: the cpu (and meta) kernel, or a device's (NOTE: [Device dispatch]).
+template <class Op>
+tensor run_kernel(std::span<const tensor> in, const typename Op::attrs& a) {
+  if (any_on_device(in)) [[unlikely]] return run_device_kernel<Op>(in, a);
+  return Op::kernel(in, a);
+}
+
 /// Loop-and-stack fallback for ops without a batch rule.
 template <class Op>
 batched batch_fallback(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t B,
@@ -324,7 +394,7 @@ tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
     if constexpr (is_view_op<Op>())
       if (tls_views_as_copies) [[unlikely]] return view_as_copy<Op>(in, a);
     if (tls_trace) return tls_trace->record<Op>(in, a);
-    return Op::kernel(in, a);
+    return run_kernel<Op>(in, a);
   }
   const layer_ptr& L = *top;  // a live layer: its transform call is running
   switch (L->kind) {

@@ -14,6 +14,8 @@
 #include <xfunc/dispatch/wrappers.hpp>
 
 namespace xfunc::detail {
+template <class Op>
+tensor run_kernel(std::span<const tensor> in, const typename Op::attrs& a);  // dispatch/dispatcher.hpp
 
 struct program;
 
@@ -136,7 +138,7 @@ struct trace_state {
 
   template <class Op>
   tensor record(std::span<const tensor> in, const typename Op::attrs& a) {
-    tensor out = record_kernel(Op::name, in, [a](std::span<const tensor> xs) { return Op::kernel(xs, a); });
+    tensor out = record_kernel(Op::name, in, [a](std::span<const tensor> xs) { return run_kernel<Op>(xs, a); });
     if constexpr (requires { Op::is_view; }) prog.nodes.back().is_view = Op::is_view;
     return out;
   }

@@ -20,9 +20,13 @@ namespace xfunc {
 namespace detail {
 
 /// make(dev), a factory's plain result, recorded as one node named `op` while make_fx traces;
-/// the replay calls make again (on the cpu when the trace is shape-only).
-template <class Make>
+/// the replay calls make again (on the cpu when the trace is shape-only). For a cuda device the
+/// values are made on the cpu and copied (so random numbers are the cpu's, as API.md section 7
+/// requires), unless make fills on the device itself (`on_device`: fills).
+template <bool on_device = false, class Make>
 tensor factory_node(const char* op, device dev, Make make) {
+  if constexpr (!on_device)
+    if (dev.kind == device_kind::cuda) return factory_node<true>(op, dev, [make](device d) { return make(cpu).to(d); });
   if (!tls_trace) return make(dev);
   return tls_trace->record_factory(op, make(dev), [make] { return make(cpu); });
 }
@@ -31,6 +35,7 @@ tensor factory_node(const char* op, device dev, Make make) {
 inline tensor fill_now(const shape_t& shape, double v, dtype dt, device dev, const char* fn) {
   check_fill_value(v, dt, fn);
   tensor t = empty_dense(shape, dt, dev, fn);  // checks the shape (NOTE: [Checked shape arithmetic])
+  if (dev.kind == device_kind::cuda && t.numel() > 0) backend_of(dev, fn).fill(t, v);
   if (dev == cpu)
     visit_dtype(dt, [&](auto tag) {
       using T = typename decltype(tag)::type;
@@ -42,7 +47,7 @@ inline tensor fill_now(const shape_t& shape, double v, dtype dt, device dev, con
 
 /// fill_now as one node named `fn` while make_fx traces.
 inline tensor filled(const shape_t& shape, double v, dtype dt, device dev, const char* fn = "xf::full") {
-  return factory_node(fn, dev, [shape, v, dt, fn](device d) { return fill_now(shape, v, dt, d, fn); });
+  return factory_node<true>(fn, dev, [shape, v, dt, fn](device d) { return fill_now(shape, v, dt, d, fn); });
 }
 
 // NOTE: [Random numbers]

@@ -32,6 +32,8 @@ void write_through(const tensor& self, const tensor& r, const char* name) {
       fail(name, ": in-place write into an expanded tensor, whose elements share memory; clone() it first");
   if (d.dev == meta) return;
   if (r.device() == meta) fail(name, ": cannot write a meta (shape-only) value into a tensor with data");
+  if (d.dev.kind == device_kind::cuda) return backend_of(d.dev, name).write(self, r, name);
+  if (r.device() != cpu) return write_through(self, r.to(xfunc::cpu), name);
   // r is read through its own (broadcast) strides, converted on the way (NOTE: [Strided
   // copies]); a value sharing self's storage (copy_ from a view of self) is copied out first.
   tensor src = r;
@@ -218,14 +220,14 @@ tensor& tensor::copy_(const tensor& src) {
 template <int D>
 tensor& tensor::zero_() {
   return detail::apply_inplace(*this, {}, "xf::zero_", [](const tensor& s, std::span<const tensor>) {
-    return detail::plain_full({}, 0.0, s.dtype(), cpu);
+    return detail::plain_full({}, 0.0, s.dtype(), xfunc::cpu);
   });
 }
 template <int D>
 tensor& tensor::fill_(double v) {
   if (defined()) detail::check_fill_value(v, dtype(), "xf::fill_");
   return detail::apply_inplace(*this, {}, "xf::fill_", [v](const tensor& s, std::span<const tensor>) {
-    return detail::plain_full({}, v, is_floating(s.dtype()) ? s.dtype() : s.dtype() == b8 ? b8 : i64, cpu);
+    return detail::plain_full({}, v, is_floating(s.dtype()) ? s.dtype() : s.dtype() == b8 ? b8 : i64, xfunc::cpu);
   });
 }
 template <int D>

@@ -412,8 +412,8 @@ struct detach_op_t {
 template <class Op>
 tensor view_as_copy(std::span<const tensor> in, const typename Op::attrs& a) {
   auto copy = [a](std::span<const tensor> xs) {
-    const tensor v = Op::kernel(xs, a);
-    return clone_op::kernel(std::span<const tensor>(&v, 1), {});
+    const tensor v = run_kernel<Op>(xs, a);
+    return run_kernel<clone_op>(std::span<const tensor>(&v, 1), {});
   };
   return tls_trace ? tls_trace->record_kernel(Op::copy_name, in, std::move(copy)) : copy(in);
 }
@@ -444,6 +444,41 @@ struct to_dtype_op_t {
 };
 
 template <class = void>
+struct to_device_op_t;
+using to_device_op = to_device_op_t<>;
+/// A copy between the cpu and a device (NOTE: [Device backends]); its cotangent and tangent move
+/// back and forth the same way, and under vmap the batch stays where it is in the copy.
+template <class>
+struct to_device_op_t {
+  static constexpr const char* name = "xf::to";
+  static constexpr bool device_generic = true;  // the copy itself is the device's business
+  struct attrs {
+    device dev;
+  };
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const tensor& x = in[0];
+    const device from = x.device();
+    if (from == a.dev) return x;
+    if (a.dev == meta) return backend::meta_like(x.shape(), x.dtype(), name);
+    if (from == meta)
+      fail("xf::to: a meta tensor has no data to move to ", a.dev, "; create the tensor on that device instead");
+    if (from == cpu) return backend_of(a.dev, name).upload(x, a.dev);
+    tensor host = backend_of(from, name).download(x);
+    return a.dev == cpu ? host : backend_of(a.dev, name).upload(host, a.dev);
+  }
+  static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
+    return {g.to(in[0].device())};
+  }
+  static tensor jvp(std::span<const tensor>, std::span<const tensor> t, const tensor&, const attrs& a) {
+    return t[0].to(a.dev);
+  }
+  static batched batch(std::span<const tensor> in, std::span<const std::int64_t> bdims, std::int64_t,
+                       const attrs& a) {
+    return {dispatch<to_device_op>(in, a), bdims[0]};
+  }
+};
+
+template <class = void>
 struct cat_op_t;
 using cat_op = cat_op_t<>;
 template <class>
@@ -452,11 +487,13 @@ struct cat_op_t {
   struct attrs {
     std::int64_t dim;  // normalised
   };
-  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+  /// The result's shape and dtype (checked: NOTE: [Checked shape arithmetic]); whether any
+  /// input is a meta tensor. Every device's kernel starts here.
+  static shape_t result(std::span<const tensor> in, const attrs& a, dtype& dt, bool& is_meta) {
     const auto du = static_cast<std::size_t>(a.dim);
     shape_t shape = in[0].shape();
-    dtype dt = in[0].dtype();
-    bool is_meta = false;
+    dt = in[0].dtype();
+    is_meta = false;
     for (std::size_t i = 0; i < in.size(); ++i) {
       const shape_t& s = in[i].shape();
       if (s.size() != shape.size())
@@ -471,6 +508,13 @@ struct cat_op_t {
       dt = promote(dt, in[i].dtype());
       is_meta = is_meta || in[i].device() == meta;
     }
+    return shape;
+  }
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const auto du = static_cast<std::size_t>(a.dim);
+    dtype dt;
+    bool is_meta;
+    const shape_t shape = result(in, a, dt, is_meta);
     if (is_meta) return backend::meta_like(shape, dt, name);
     tensor out = empty_dense(shape, dt, cpu, name);
     if (out.numel() == 0) return out;  // (and the products below are partial counts that fit)
@@ -541,6 +585,7 @@ using flip_op = flip_op_t<>;
 template <class>
 struct flip_op_t {
   static constexpr const char* name = "xf::flip";
+  static constexpr bool device_generic = true;  // a reversed alias and a clone, which each device does
   struct attrs {
     dims_t dims;  // normalised
   };
@@ -722,6 +767,16 @@ tensor tensor::to(xfunc::dtype d) const {
   if (d == dtype()) return *this;
   return detail::call<detail::to_dtype_op>({d}, *this);
 }
+template <int D>
+tensor tensor::to(xfunc::device d) const {
+  detail::require_defined(*this, "xf::to");
+  if (d == device()) return *this;
+  return detail::call<detail::to_device_op>({d}, *this);
+}
+template <int D>
+tensor tensor::cuda(std::int32_t index) const { return to(xfunc::device{device_kind::cuda, index}); }
+template <int D>
+tensor tensor::cpu() const { return to(xfunc::cpu); }
 /// t with no derivative flowing through it (the same as t.detach()).
 template <int D>
 tensor stop_gradient(const tensor& t) { return t.detach(); }

@@ -1,0 +1,123 @@
+// The CUDA backend against its targets (issue 13; docs/performance.md), timed by hand: each
+// measurement synchronises the device, repeats, and reports the median. Prints a table of
+// figures and of ratios against baselines measured in the same process:
+//   x * a + b on 2^28 f32        effective bandwidth (8 bytes per element), target >= 3.9 TB/s
+//   row sums, 16384 x 16384 f32  bandwidth (4 bytes per element), target >= 3.5 TB/s
+//   matmul 8192^3 f32            against cuBLAS called directly on the same buffers, >= 0.95x
+//   per-example gradients        MLP 784-128-10, B = 4096: cuda against xfunc on the cpu (> 1x);
+//                                torch.func's vmap(grad) on the same GPU is timed by
+//                                scripts/bench_torch_cuda.py (target: xfunc 1.5x faster)
+//   add of 1 element             launch and completion, target <= 6 us
+// Without a GPU it says so and exits 0 (no figures: nothing is timed on the fake driver).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include <xtensor/xbuilder.hpp>
+
+#include <xfunc/xfunc.hpp>
+
+namespace xf = xfunc;
+using xf::tensor;
+
+namespace {
+
+/// The median time of `reps` runs of f (each followed by a device synchronisation), in seconds.
+double median_s(int reps, const std::function<void()>& f) {
+  f();  // warm up: kernels loaded, blocks cached
+  xf::cuda_synchronize();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    f();
+    xf::cuda_synchronize();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+void row(const char* what, double value, const char* unit, const char* target, bool met) {
+  std::printf("%-44s %12.3f %-6s  target %-14s %s\n", what, value, unit, target, met ? "met" : "NOT met");
+}
+
+/// The MLP of bench_per_example_grads: relu, softmax cross-entropy.
+tensor mlp_loss(const tensor& w1, const tensor& b1, const tensor& w2, const tensor& b2, const tensor& x,
+                const tensor& y) {
+  const tensor h = xf::relu(xf::linear(x, w1, b1));
+  return xf::cross_entropy(xf::linear(h, w2, b2), y);
+}
+
+}  // namespace
+
+int main() {
+  if (!xf::cuda_is_available()) {
+    std::printf("bench_cuda: no GPU (%s); nothing timed\n", xf::cuda_unavailable_reason().c_str());
+    return 0;
+  }
+  std::printf("%-44s %12s %-6s\n", "benchmark", "value", "unit");
+  {  // x * a + b
+    const std::int64_t n = std::int64_t(1) << 28;
+    const tensor x = xf::ones({n}, xf::f32, xf::cuda);
+    tensor out;
+    const double s = median_s(10, [&] { out = x * 2.0 + 1.0; });
+    const double tbs = 8.0 * double(n) / s / 1e12;
+    row("x * a + b, 2^28 f32 (effective)", tbs, "TB/s", ">= 3.9 TB/s", tbs >= 3.9);
+  }
+  {  // row sums
+    const std::int64_t n = 16384;
+    const tensor m = xf::ones({n, n}, xf::f32, xf::cuda);
+    tensor out;
+    const double s = median_s(10, [&] { out = xf::sum(m, {1}); });
+    const double tbs = 4.0 * double(n) * double(n) / s / 1e12;
+    row("row sums, 16384 x 16384 f32", tbs, "TB/s", ">= 3.5 TB/s", tbs >= 3.5);
+  }
+  {  // matmul against cuBLAS directly
+    const std::int64_t n = 8192;
+    const tensor a = xf::randn({n, n}, xf::f32, xf::cuda), b = xf::randn({n, n}, xf::f32, xf::cuda);
+    tensor c = xf::empty({n, n}, xf::f32, xf::cuda);
+    tensor out;
+    const double s_xf = median_s(5, [&] { out = xf::matmul(a, b); });
+    namespace xc = xf::detail::cuda;
+    const xc::device_context ctx = xc::context_for(0, "bench_cuda");
+    cublasHandle_t h = xc::cublas_handle(ctx, "bench_cuda");
+    const float one = 1, zero = 0;
+    const int ni = static_cast<int>(n);
+    const double s_blas = median_s(5, [&] {
+      xc::check_cublas(xc::cublas().sgemm_strided_batched(h, CUBLAS_OP_N, CUBLAS_OP_N, ni, ni, ni, &one,
+                                                          b.impl()->device_data<float>(), ni, 0,
+                                                          a.impl()->device_data<float>(), ni, 0, &zero,
+                                                          c.impl()->device_data<float>(), ni, 0, 1),
+                       "bench_cuda");
+    });
+    const double tflops = 2.0 * double(n) * double(n) * double(n) / s_xf / 1e12;
+    row("matmul 8192^3 f32 (xfunc)", tflops, "TFLOP/s", "", true);
+    row("matmul 8192^3 f32: cuBLAS time / xfunc time", s_blas / s_xf, "x", ">= 0.95x", s_blas / s_xf >= 0.95);
+  }
+  {  // per-example gradients
+    const std::int64_t B = 4096, D = 784, H = 128, C = 10;
+    xf::manual_seed(1);
+    const tensor w1 = xf::randn({H, D}) * 0.05, b1 = xf::zeros({H}), w2 = xf::randn({C, H}) * 0.1, b2 = xf::zeros({C});
+    xt::xarray<std::int64_t> labels = xt::zeros<std::int64_t>({std::size_t(B)});
+    for (std::int64_t i = 0; i < B; ++i) labels(std::size_t(i)) = (i * 7 + 3) % C;
+    const tensor x = xf::randn({B, D}), y = xf::from_xtensor(labels);
+    auto per_example = xf::vmap(xf::grad(mlp_loss, xf::argnums<0, 1, 2, 3>),
+                                xf::in_dims(xf::none, xf::none, xf::none, xf::none, 0, 0));
+    const tensor gw1 = w1.cuda(), gb1 = b1.cuda(), gw2 = w2.cuda(), gb2 = b2.cuda(), gx = x.cuda(), gy = y.cuda();
+    const double s_gpu = median_s(5, [&] { (void)per_example(gw1, gb1, gw2, gb2, gx, gy); });
+    auto t0 = std::chrono::steady_clock::now();
+    (void)per_example(w1, b1, w2, b2, x, y);
+    const double s_cpu = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    row("per-example grads, MLP 784-128-10, B=4096", s_gpu * 1e3, "ms", "", true);
+    row("per-example grads: cpu time / cuda time", s_cpu / s_gpu, "x", "> 1x", s_cpu > s_gpu);
+  }
+  {  // one-element add
+    const tensor a = xf::ones({1}, xf::f32, xf::cuda), b = xf::ones({1}, xf::f32, xf::cuda);
+    tensor out;
+    const double s = median_s(200, [&] { out = a + b; });
+    row("add of 1 element, launch to completion", s * 1e6, "us", "<= 6 us", s * 1e6 <= 6.0);
+  }
+  return 0;
+}

@@ -1,0 +1,501 @@
+#pragma once
+/// \file
+/// The CUDA backend behind the dispatcher: device memory and copies for the core (NOTE: [Device
+/// backends]) and the cuda kernels of the ops (NOTE: [Device dispatch]). Included by xfunc.hpp
+/// when the program is built with xfunc::cuda (XFUNC_WITH_CUDA); registers itself at start-up.
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <xfunc/cuda/cublas.hpp>
+#include <xfunc/cuda/kernel_args.hpp>
+#include <xfunc/cuda/runtime.hpp>
+#include <xfunc/ops/comparison.hpp>
+#include <xfunc/ops/indexing.hpp>
+#include <xfunc/ops/linalg.hpp>
+#include <xfunc/ops/nn.hpp>
+#include <xfunc/ops/pointwise.hpp>
+#include <xfunc/ops/reduction.hpp>
+#include <xfunc/ops/view.hpp>
+
+namespace xfunc::detail::cuda {
+
+/// The dtype's part of a kernel name (xf_exp_f32).
+inline const char* dtype_tag(dtype dt) {
+  switch (dt) {
+    case dtype::float32: return "f32";
+    case dtype::float64: return "f64";
+    case dtype::int64: return "i64";
+    case dtype::boolean: return "b8";
+  }
+  return "?";
+}
+/// The kernel for op `op_name` ("xf::exp") in dtype dt: "xf_exp_f32".
+inline std::string kernel_name(const char* op_name, dtype dt) {
+  return str_cat("xf_", op_name + 4, "_", dtype_tag(dt));  // op names start with "xf::"
+}
+
+inline device_context context_of(device d, const char* op) { return context_for(d.index, op); }
+
+/// The address of t's first element (on its own device), as bytes.
+inline std::byte* first_byte(const tensor& t) {
+  const tensor_impl& p = *t.impl();
+  return p.store->data + p.offset * static_cast<std::int64_t>(dtype_size(p.dt));
+}
+
+/// A new contiguous tensor on device d.
+inline tensor empty_on(const shape_t& s, dtype dt, device d, const char* op) { return empty_dense(s, dt, d, op); }
+
+/// The elementwise arguments for writing `out` (any strides: a fresh tensor, or a view written
+/// in place) from `in` broadcast to out's shape. Dims that every operand walks as one are
+/// merged, so that most launches index few dims.
+inline elementwise_args elementwise_layout(const tensor& out, std::initializer_list<const tensor*> in, const char* op) {
+  elementwise_args a;
+  a.n = out.numel();
+  a.out = first_byte(out);
+  const shape_t& shape = out.shape();
+  const std::size_t nd = shape.size();
+  // the strides of each operand against out's dims (0 where an input is broadcast); out last
+  std::vector<std::vector<long long>> st;
+  bool contiguous = backend::is_contiguous_layout(shape, out.impl()->strides);
+  std::size_t i = 0;
+  for (const tensor* t : in) {
+    const tensor_impl& p = *t->impl();
+    a.in[i++] = first_byte(*t);
+    std::vector<long long> s(nd, 0);
+    const std::size_t lead = nd - p.shape.size();
+    for (std::size_t d = 0; d < p.shape.size(); ++d) s[lead + d] = p.shape[d] == 1 ? 0 : p.strides[d];
+    st.push_back(std::move(s));
+    contiguous = contiguous && p.shape == shape && backend::is_contiguous_layout(p.shape, p.strides);
+  }
+  st.emplace_back(out.impl()->strides.begin(), out.impl()->strides.end());
+  a.contiguous = contiguous ? 1 : 0;
+  if (contiguous) return a;
+  // merge dim d-1 into d where every operand steps through d-1 as a run of d's
+  std::vector<long long> sizes(shape.begin(), shape.end());
+  for (std::size_t d = nd; d-- > 1;) {
+    bool merge = true;
+    for (const auto& s : st) merge = merge && s[d - 1] == s[d] * sizes[d];
+    if (!merge) continue;
+    sizes[d] *= sizes[d - 1];
+    sizes.erase(sizes.begin() + static_cast<std::ptrdiff_t>(d - 1));
+    for (auto& s : st) s.erase(s.begin() + static_cast<std::ptrdiff_t>(d - 1));
+  }
+  if (sizes.size() > static_cast<std::size_t>(max_kernel_dims))
+    fail(op, ": on cuda an operand may have at most ", max_kernel_dims, " dims that cannot be merged, got ", sizes.size(),
+         "; make it contiguous first (.contiguous())");
+  a.ndim = static_cast<int>(sizes.size());
+  for (std::size_t d = 0; d < sizes.size(); ++d) {
+    a.sizes[d] = sizes[d];
+    for (std::size_t j = 0; j + 1 < st.size(); ++j) a.strides[j][d] = st[j][d];
+    a.strides[out_operand][d] = st.back()[d];
+  }
+  return a;
+}
+
+/// x converted to dtype dt (itself when it has it), on its device.
+inline tensor as_dtype(const tensor& x, dtype dt) { return x.dtype() == dt ? x : x.to(dt); }
+
+/// out = kernel(in...) elementwise, for a fresh `out` of `shape`.
+inline tensor elementwise(const std::string& kernel, const shape_t& shape, dtype out_dt, std::initializer_list<const tensor*> in,
+                          const char* op) {
+  const device d = (*in.begin())->device();
+  tensor out = empty_on(shape, out_dt, d, op);
+  if (out.numel() == 0) return out;
+  const device_context c = context_of(d, op);
+  launch(c, kernel, out.numel(), elementwise_layout(out, in, op), op);
+  return out;
+}
+
+/// The kernel that copies dtype `from` into dtype `to`.
+inline std::string cast_kernel(dtype from, dtype to) { return str_cat("xf_cast_", dtype_tag(from), "_", dtype_tag(to)); }
+
+/// A contiguous copy of x in dtype dt (clone, to(dtype), and the layout fix-ups below).
+inline tensor convert(const tensor& x, dtype dt, const char* op) {
+  return elementwise(cast_kernel(x.dtype(), dt), x.shape(), dt, {&x}, op);
+}
+
+/// Writes src (broadcast to dst's shape, converted to its dtype) through dst's strides.
+inline void copy_into(const tensor& dst, const tensor& src, const char* op) {
+  if (dst.numel() == 0) return;
+  launch(context_of(dst.device(), op), cast_kernel(src.dtype(), dst.dtype()), dst.numel(),
+         elementwise_layout(dst, {&src}, op), op);
+}
+
+// ---- the core's table (NOTE: [Device backends]) ----
+
+inline std::byte* allocate(device d, std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  const device_context c = context_for(d.index, "xf: cuda allocation");
+  return static_cast<std::byte*>(
+      device_allocator().allocate(d.index, reinterpret_cast<std::uintptr_t>(c.stream), bytes));
+}
+inline void release(device, std::byte* p) { device_allocator().free(p); }
+
+inline tensor upload(const tensor& host, device d) {
+  const tensor src = backend::contiguous_as(host, host.dtype());
+  tensor out = empty_on(host.shape(), host.dtype(), d, "xf::to");
+  const std::size_t bytes = static_cast<std::size_t>(host.numel()) * dtype_size(host.dtype());
+  if (bytes == 0) return out;
+  src.impl()->prepare_access();  // (a deferred cpu value is computed first)
+  copy_to_device(context_of(d, "xf::to"), first_byte(out), first_byte(src), bytes, "xf::to");
+  return out;
+}
+inline tensor download(const tensor& t) {
+  const tensor src = backend::is_contiguous_layout(t.shape(), t.impl()->strides) ? t : convert(t, t.dtype(), "xf::to");
+  tensor out = empty_dense(t.shape(), t.dtype(), cpu, "xf::to");
+  const std::size_t bytes = static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype());
+  copy_to_host(context_of(t.device(), "xf::to"), first_byte(out), first_byte(src), bytes, "xf::to");
+  return out;
+}
+inline void fill(const tensor& t, double v) {
+  elementwise_args a = elementwise_layout(t, {}, "xf::full");
+  a.scalar = v;
+  launch(context_of(t.device(), "xf::full"), str_cat("xf_fill_", dtype_tag(t.dtype())), t.numel(), a, "xf::full");
+}
+
+inline void write(const tensor& dst, const tensor& src, const char* op) {
+  tensor s = src.device() == dst.device() ? src : src.to(dst.device());
+  // a value that shares dst's memory (copy_ from a view of it) is copied out before the write
+  if (s.impl()->store == dst.impl()->store) s = convert(s, s.dtype(), op);
+  copy_into(dst, s, op);
+}
+
+// ---- op kernels (NOTE: [Device dispatch]); each computes in the dtype its cpu kernel does ----
+
+template <class D>
+tensor unary_kernel(std::span<const tensor> in, const no_attrs&) {
+  const dtype dt = in[0].dtype();
+  const dtype c = D::keeps_dtype ? (dt == dtype::boolean ? dtype::int64 : dt) : promote_with_double(dt);
+  const tensor x = as_dtype(in[0], c);
+  return elementwise(kernel_name(D::name, c), x.shape(), c, {&x}, D::name);
+}
+
+template <class D>
+tensor binary_kernel(std::span<const tensor> in, const no_attrs&) {
+  const dtype c = D::compute_dtype(in[0].dtype(), in[1].dtype());
+  const dtype out_dt = D::types::bool_out ? dtype::boolean : c;
+  const shape_t shape = broadcast_shapes(in[0].shape(), in[1].shape(), D::name);
+  check_shape(shape, D::name, dtype_size(out_dt));
+  const tensor a = as_dtype(in[0], c), b = as_dtype(in[1], c);
+  return elementwise(kernel_name(D::name, c), shape, out_dt, {&a, &b}, D::name);
+}
+
+template <class D>
+tensor comparison_kernel(std::span<const tensor> in, const no_attrs&) {
+  const dtype c = arithmetic_dtype(in[0].dtype(), in[1].dtype());
+  const shape_t shape = broadcast_shapes(in[0].shape(), in[1].shape(), D::name);
+  const tensor a = as_dtype(in[0], c), b = as_dtype(in[1], c);
+  return elementwise(kernel_name(D::name, c), shape, dtype::boolean, {&a, &b}, D::name);
+}
+
+inline tensor where_kernel(std::span<const tensor> in, const no_attrs&) {
+  constexpr const char* name = where_op::name;
+  const dtype dt = promote(in[1].dtype(), in[2].dtype());
+  const shape_t shape = broadcast_shapes(broadcast_shapes(in[0].shape(), in[1].shape(), name), in[2].shape(), name);
+  check_shape(shape, name, dtype_size(dt));
+  const tensor c = as_dtype(in[0], dtype::boolean), a = as_dtype(in[1], dt), b = as_dtype(in[2], dt);
+  return elementwise(kernel_name(name, dt), shape, dt, {&c, &a, &b}, name);
+}
+
+inline tensor to_dtype_kernel(std::span<const tensor> in, const to_dtype_op::attrs& a) {
+  return convert(in[0], a.dt, to_dtype_op::name);
+}
+inline tensor clone_kernel(std::span<const tensor> in, const no_attrs&) {
+  return convert(in[0], in[0].dtype(), clone_op::name);
+}
+
+inline tensor cat_kernel(std::span<const tensor> in, const cat_op::attrs& a) {
+  dtype dt;
+  bool is_meta;
+  const shape_t shape = cat_op::result(in, a, dt, is_meta);  // (a meta input is refused before this)
+  tensor out = empty_on(shape, dt, in[0].device(), cat_op::name);
+  std::int64_t start = 0;
+  for (const tensor& t : in) {
+    const std::int64_t len = t.shape()[static_cast<std::size_t>(a.dim)];
+    copy_into(out.narrow(a.dim, start, len), t, cat_op::name);
+    start += len;
+  }
+  return out;
+}
+
+/// A reduction over a.dims of x (already in its compute dtype) by kernel `kernel` into dtype
+/// out_dt; over no elements every output is `empty_value` (the extremes and argmax refuse empty
+/// dims before they get here).
+inline tensor reduce(const tensor& x, const reduce_attrs& a, const std::string& kernel, const char* op,
+                     double empty_value = 0.0, std::optional<dtype> out_dt = std::nullopt) {
+  check_reduce_dims(x, a.dims);
+  const std::int64_t m = reduced_count(x.shape(), a.dims, op);
+  tensor out = empty_on(reduced_shape(x.shape(), a.dims, a.keepdim), out_dt.value_or(x.dtype()), x.device(), op);
+  if (out.numel() == 0) return out;
+  if (m == 0) {
+    fill(out, empty_value);
+    return out;
+  }
+  const tensor_impl& p = *x.impl();
+  reduce_args r;
+  r.n_out = out.numel();
+  r.m = m;
+  for (std::size_t d = 0; d < p.shape.size(); ++d) {
+    const bool reduced = std::find(a.dims.begin(), a.dims.end(), static_cast<std::int64_t>(d)) != a.dims.end();
+    int& nd = reduced ? r.reduced_ndim : r.kept_ndim;
+    if (nd == max_kernel_dims)
+      fail(op, ": on cuda a reduction handles at most ", max_kernel_dims, " kept and ", max_kernel_dims, " reduced dims");
+    (reduced ? r.reduced_sizes : r.kept_sizes)[nd] = p.shape[d];
+    (reduced ? r.reduced_strides : r.kept_strides)[nd] = p.strides[d];
+    ++nd;
+  }
+  r.in = first_byte(x);
+  r.out = first_byte(out);
+  launch(context_of(x.device(), op), kernel, r.n_out, r, op);
+  return out;
+}
+inline tensor sum_kernel(std::span<const tensor> in, const reduce_attrs& a) {
+  const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : dtype::int64;
+  return reduce(as_dtype(in[0], dt), a, kernel_name(sum_op::name, dt), sum_op::name);
+}
+template <class D>
+tensor extreme_kernel(std::span<const tensor> in, const reduce_attrs& a) {
+  check_extreme_dims(in[0], a.dims, D::name);
+  const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
+  return reduce(as_dtype(in[0], dt), a, kernel_name(D::name, dt), D::name);
+}
+inline tensor argmax_kernel(std::span<const tensor> in, const reduce_attrs& a) {
+  check_extreme_dims(in[0], a.dims, argmax_op::name);
+  const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
+  return reduce(as_dtype(in[0], dt), a, kernel_name(argmax_op::name, dt), argmax_op::name, 0.0, dtype::int64);
+}
+inline tensor prod_kernel(std::span<const tensor> in, const reduce_attrs& a) {
+  const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : dtype::int64;
+  return reduce(as_dtype(in[0], dt), a, kernel_name(prod_op::name, dt), prod_op::name, 1.0);
+}
+/// norm and logsumexp: floating (integers promoted as a double scalar would); over nothing 0
+/// and -inf.
+template <class D>
+tensor floating_reduce_kernel(std::span<const tensor> in, const reduce_attrs& a) {
+  const dtype dt = promote_with_double(in[0].dtype());
+  const double empty = std::is_same_v<D, norm_op> ? 0.0 : -std::numeric_limits<double>::infinity();
+  return reduce(as_dtype(in[0], dt), a, kernel_name(D::name, dt), D::name, empty);
+}
+
+/// f(x, scalar, scalar2) elementwise by kernel `kernel`, in dtype dt.
+inline tensor unary_with_scalars(const tensor& x, dtype dt, const std::string& kernel, double s1, double s2,
+                                 const char* op) {
+  const tensor xc = as_dtype(x, dt);
+  tensor out = empty_on(x.shape(), dt, x.device(), op);
+  if (out.numel() == 0) return out;
+  elementwise_args e = elementwise_layout(out, {&xc}, op);
+  e.scalar = s1;
+  e.scalar2 = s2;
+  launch(context_of(x.device(), op), kernel, out.numel(), e, op);
+  return out;
+}
+inline tensor pow_scalar_kernel(std::span<const tensor> in, const pow_scalar_op::attrs& a) {
+  const dtype c = promote_with_double(in[0].dtype());
+  return unary_with_scalars(in[0], c, str_cat("xf_pow_scalar_", dtype_tag(c)), a.p, 0.0, pow_scalar_op::name);
+}
+inline tensor clamp_kernel(std::span<const tensor> in, const clamp_op::attrs& a) {
+  const dtype c = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
+  return unary_with_scalars(in[0], c, kernel_name(clamp_op::name, c), a.lo, a.hi, clamp_op::name);
+}
+inline tensor logical_not_kernel(std::span<const tensor> in, const no_attrs&) {
+  const dtype c = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
+  const tensor x = as_dtype(in[0], c);
+  return elementwise(kernel_name(logical_not_op::name, c), x.shape(), dtype::boolean, {&x}, logical_not_op::name);
+}
+
+// ---- index ops: the indices are checked on the host first (the kernels cannot throw), which
+// waits for the device; the message is the cpu's (the first bad index in row-major order) ----
+
+/// Throws, as the cpu kernels do, when an index is outside [-n, n) for dimension `dim`.
+inline void check_indices(const tensor& index, std::int64_t dim, std::int64_t n, const char* op) {
+  if (index.numel() == 0) return;
+  const tensor host = download(index);
+  const std::int64_t* p = host.impl()->data<std::int64_t>();
+  for (std::int64_t i = 0; i < host.numel(); ++i)
+    if (!backend::index_in_range(p[i], n)) fail(op, ": index ", p[i], " is out of range for dimension ", dim, " of size ", n);
+}
+/// t with its stride along dim set to 0 (the index kernels add the indexed offset themselves).
+inline tensor without_stride(const tensor& t, std::int64_t dim) {
+  shape_t st = t.impl()->strides;
+  if (!st.empty()) st[static_cast<std::size_t>(dim)] = 0;
+  return alias_of(t, t.shape(), st, t.impl()->offset);
+}
+/// out[i] = t[..., wrap(index[i]), ...] along dim, for an index of out's shape (any strides).
+inline tensor gather_along(const tensor& t, std::int64_t dim, const tensor& index, const shape_t& shape, const char* op) {
+  const std::int64_t n = t.dim() ? t.size(dim) : 1;
+  check_indices(index, dim, n, op);
+  tensor out = empty_on(shape, t.dtype(), t.device(), op);
+  if (out.numel() == 0) return out;
+  // t restricted to the index's extents (gather's index may be smaller in the other dims)
+  const tensor src = without_stride(t, dim);
+  const tensor view = alias_of(src, shape, src.impl()->strides, src.impl()->offset);
+  elementwise_args e = elementwise_layout(out, {&view, &index}, op);
+  e.index_n = n;
+  e.index_stride = t.dim() ? t.impl()->strides[static_cast<std::size_t>(dim)] : 0;
+  launch(context_of(t.device(), op), kernel_name("xf::gather", t.dtype()), out.numel(), e, op);
+  return out;
+}
+inline tensor gather_kernel(std::span<const tensor> in, const gather_op::attrs& a) {
+  const tensor &t = in[0], &index = in[1];
+  if (index.dim() != t.dim())
+    fail("xf::gather: index must have as many dimensions as the input (", t.dim(), "), got ", index.dim());
+  for (std::int64_t d = 0; d < t.dim(); ++d)
+    if (d != a.dim && index.size(d) > t.size(d))
+      fail("xf::gather: index size ", index.size(d), " exceeds the input's size ", t.size(d), " in dimension ", d);
+  return gather_along(t, a.dim, as_dtype(index, dtype::int64), index.shape(), gather_op::name);
+}
+/// index_select: a gather whose (1-d) index is broadcast along the other dims.
+inline tensor index_select_kernel(std::span<const tensor> in, const index_select_op::attrs& a) {
+  constexpr const char* name = index_select_op::name;
+  const tensor &t = in[0], index = as_dtype(in[1], dtype::int64);
+  shape_t s = t.shape();
+  if (!s.empty()) s[static_cast<std::size_t>(a.dim)] = index.numel();
+  check_shape(s, name, dtype_size(t.dtype()));
+  if (s.empty() && index.numel() != 1) fail(name, ": a 0-d input takes an index of one element, got ", index.numel());
+  shape_t ist(s.size(), 0);
+  if (!s.empty()) ist[static_cast<std::size_t>(a.dim)] = index.dim() ? index.impl()->strides[0] : 0;
+  return gather_along(t, a.dim, alias_of(index, s, ist, index.impl()->offset), s, name);
+}
+inline tensor scatter_add_kernel(std::span<const tensor> in, const scatter_add_op::attrs& a) {
+  constexpr const char* name = scatter_add_op::name;
+  const tensor &base = in[0], index = as_dtype(in[1], dtype::int64);
+  const dtype dt = promote(base.dtype(), in[2].dtype());
+  tensor out = convert(base, dt, name);  // a fresh buffer, added into
+  const std::int64_t n = base.dim() ? base.size(a.dim) : 1;
+  check_indices(index, a.dim, n, name);
+  if (index.numel() == 0) return out;
+  // the source read at the index's positions (its extents may be larger), as dtype dt
+  const tensor src = as_dtype(in[2], dt);
+  shape_t sst(index.shape().size(), 0);
+  for (std::size_t d = 0; d < sst.size() && d < src.shape().size(); ++d)
+    sst[d] = src.shape()[d] == 1 ? 0 : src.impl()->strides[d];
+  const tensor src_view = alias_of(src, index.shape(), sst, src.impl()->offset);
+  const tensor target = alias_of(without_stride(out, a.dim), index.shape(), without_stride(out, a.dim).impl()->strides, 0);
+  elementwise_args e = elementwise_layout(target, {&src_view, &index}, name);
+  e.index_n = n;
+  e.index_stride = out.dim() ? out.impl()->strides[static_cast<std::size_t>(a.dim)] : 0;
+  launch(context_of(out.device(), name), kernel_name(name, dt), index.numel(), e, name);
+  return out;
+}
+
+/// xf::bmm through cuBLAS's strided-batched GEMM: row-major C = A B is column-major
+/// C^T = B^T A^T, so B is BLAS's first operand. Each operand is used in place when one of its
+/// matrix strides is 1 (BLAS reads it transposed or not) and its batch stride is anything
+/// (0 for an operand expanded over the batch); otherwise a contiguous copy is made.
+inline tensor bmm_kernel(std::span<const tensor> in, const no_attrs&) {
+  constexpr const char* name = bmm_op::name;
+  dtype dt = promote(in[0].dtype(), in[1].dtype());
+  if (!is_floating(dt))
+    fail(name, ": on cuda matrix products need floating tensors (cuBLAS), got ", dt, "; convert with .to(xf::f32)");
+  tensor a = as_dtype(in[0], dt), b = as_dtype(in[1], dt);
+  const long long P = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
+  tensor out = empty_on({P, n, m}, dt, a.device(), name);
+  if (out.numel() == 0) return out;
+  if (k == 0) {
+    fill(out, 0.0);
+    return out;
+  }
+  auto layout = [&](tensor& t, long long rows, long long cols) {
+    blas_layout l = blas_layout_of(rows, cols, t.impl()->strides[1], t.impl()->strides[2]);
+    if (!l.usable) {
+      t = convert(t, dt, name);
+      l = blas_layout_of(rows, cols, t.impl()->strides[1], t.impl()->strides[2]);
+    }
+    return l;
+  };
+  const blas_layout la = layout(a, n, k), lb = layout(b, k, m);
+  constexpr long long int_max = INT_MAX;
+  if (P > int_max || n > int_max || k > int_max || m > int_max || la.ld > int_max || lb.ld > int_max)
+    fail(name, ": on cuda each extent and leading dimension of a matrix product must fit in 32 bits (cuBLAS), got [", P,
+         ", ", n, ", ", k, "] x [", P, ", ", k, ", ", m, "]");
+  const device_context c = context_of(a.device(), name);
+  cublasHandle_t h = cublas_handle(c, name);
+  // BLAS's op(first) is B^T (m x k): B stored row by row reads as B^T already (no transpose)
+  const cublasOperation_t op_b = lb.transposed ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const cublasOperation_t op_a = la.transposed ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const long long sa = a.size(0) == 1 ? 0 : a.impl()->strides[0], sb = b.size(0) == 1 ? 0 : b.impl()->strides[0];
+  tls_last_op = name;
+  visit_floating(dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T one = 1, zero = 0;
+    const T* pa = a.impl()->device_data<T>();
+    const T* pb = b.impl()->device_data<T>();
+    T* pc = out.impl()->device_data<T>();
+    const auto mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+    if constexpr (std::is_same_v<T, float>)
+      check_cublas(cublas().sgemm_strided_batched(h, op_b, op_a, mi, ni, ki, &one, pb, static_cast<int>(lb.ld), sb, pa,
+                                                  static_cast<int>(la.ld), sa, &zero, pc, mi, n * m, static_cast<int>(P)),
+                   name);
+    else
+      check_cublas(cublas().dgemm_strided_batched(h, op_b, op_a, mi, ni, ki, &one, pb, static_cast<int>(lb.ld), sb, pa,
+                                                  static_cast<int>(la.ld), sa, &zero, pc, mi, n * m, static_cast<int>(P)),
+                   name);
+  });
+  return out;
+}
+
+/// softmax and log_softmax over one dim (or each element alone, dim < 0) of a contiguous copy.
+template <class D>
+tensor normalize_kernel(std::span<const tensor> in, const normalize_attrs& a) {
+  const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : promote_with_double(in[0].dtype());
+  tensor x = as_dtype(in[0], dt);
+  if (!backend::is_contiguous_layout(x.shape(), x.impl()->strides)) x = convert(x, dt, D::name);
+  tensor out = empty_on(x.shape(), dt, x.device(), D::name);
+  if (out.numel() == 0) return out;
+  normalize_args n;
+  n.A = x.numel();
+  n.R = n.B = 1;
+  if (a.dim >= 0) {
+    n.A = 1;
+    for (std::int64_t i = 0; i < x.dim(); ++i) (i < a.dim ? n.A : i == a.dim ? n.R : n.B) *= x.size(i);
+  }
+  n.in = first_byte(x);
+  n.out = first_byte(out);
+  launch(context_of(x.device(), D::name), kernel_name(D::name, dt), n.A * n.B, n, D::name);
+  return out;
+}
+
+template <class... D>
+void register_unary() { ((cuda_kernel_of<D> = &unary_kernel<D>), ...); }
+template <class... D>
+void register_binary() { ((cuda_kernel_of<D> = &binary_kernel<D>), ...); }
+template <class... D>
+void register_comparison() { ((cuda_kernel_of<D> = &comparison_kernel<D>), ...); }
+
+/// Fills in the core's table and the ops' cuda kernels (once, at start-up).
+inline bool register_backend() {
+  static const device_backend table{&allocate, &release, &upload, &download, &fill, &write};
+  cuda_backend_slot() = &table;
+  register_unary<neg_op, abs_op, sign_op, relu_op, square_op, exp_op, log_op, sin_op, cos_op, tan_op, tanh_op,
+                 sigmoid_op, sqrt_op, rsqrt_op, log1p_op, expm1_op, reciprocal_op, erf_op>();
+  register_binary<add_op, sub_op, mul_op, maximum_op, minimum_op, div_op, pow_op, atan2_op>();
+  register_comparison<eq_op, ne_op, lt_op, le_op, gt_op, ge_op, logical_and_op, logical_or_op>();
+  cuda_kernel_of<where_op> = &where_kernel;
+  cuda_kernel_of<to_dtype_op> = &to_dtype_kernel;
+  cuda_kernel_of<clone_op> = &clone_kernel;
+  cuda_kernel_of<cat_op> = &cat_kernel;
+  cuda_kernel_of<sum_op> = &sum_kernel;
+  cuda_kernel_of<amax_op> = &extreme_kernel<amax_op>;
+  cuda_kernel_of<amin_op> = &extreme_kernel<amin_op>;
+  cuda_kernel_of<argmax_op> = &argmax_kernel;
+  cuda_kernel_of<prod_op> = &prod_kernel;
+  cuda_kernel_of<norm_op> = &floating_reduce_kernel<norm_op>;
+  cuda_kernel_of<logsumexp_op> = &floating_reduce_kernel<logsumexp_op>;
+  cuda_kernel_of<pow_scalar_op> = &pow_scalar_kernel;
+  cuda_kernel_of<clamp_op> = &clamp_kernel;
+  cuda_kernel_of<logical_not_op> = &logical_not_kernel;
+  cuda_kernel_of<gather_op> = &gather_kernel;
+  cuda_kernel_of<index_select_op> = &index_select_kernel;
+  cuda_kernel_of<scatter_add_op> = &scatter_add_kernel;
+  cuda_kernel_of<bmm_op> = &bmm_kernel;
+  cuda_kernel_of<softmax_op> = &normalize_kernel<softmax_op>;
+  cuda_kernel_of<log_softmax_op> = &normalize_kernel<log_softmax_op>;
+  return true;
+}
+/// Registers the backend before main (every translation unit that includes this header asks;
+/// the first one does it).
+inline const bool backend_registered = register_backend();
+
+}  // namespace xfunc::detail::cuda

@@ -1,0 +1,339 @@
+// xfunc's CUDA kernels: compiled by nvcc into the fatbinary that xfunc::cuda embeds, and as host
+// C++ into the tests' fake driver (NOTE: [Kernels compiled twice]). Every pointwise op computes
+// with the same per-element `fn` as the cpu (NOTE: [Element math]); a kernel is named
+// xf_<op>_<dtype> (xf_exp_f32, xf_cast_f64_i64), the name the host side asks the module for
+// (include/xfunc/cuda/ops.hpp). Each kernel walks its elements with a grid-stride loop.
+#include <cstdint>
+#include <type_traits>
+
+#include <xfunc/xfunc.hpp>
+#include <xfunc/cuda/kernel_args.hpp>
+
+#include "cuda/kernel_support.hpp"
+
+namespace xd = xfunc::detail;
+using xfunc::detail::cuda::elementwise_args;
+using xfunc::detail::cuda::normalize_args;
+using xfunc::detail::cuda::reduce_args;
+
+namespace {
+
+/// The closure type of D::fn, made in device code (the static member itself lives on the host).
+template <class D>
+using element_fn = std::remove_cvref_t<decltype(D::fn)>;
+
+/// Where operand k's element i is (k = out_operand: the output's).
+XFUNC_DEVICE inline long long operand_offset(const elementwise_args& a, int k, long long i) {
+  if (a.contiguous) return i;
+  long long off = 0;
+  for (int d = a.ndim - 1; d >= 0; --d) {
+    const long long s = a.sizes[d];
+    off += (i % s) * a.strides[k][d];
+    i /= s;
+  }
+  return off;
+}
+template <class T>
+XFUNC_DEVICE inline T input(const elementwise_args& a, int k, long long i) {
+  return static_cast<const T*>(a.in[k])[operand_offset(a, k, i)];
+}
+template <class O>
+XFUNC_DEVICE inline O& output(const elementwise_args& a, long long i) {
+  return static_cast<O*>(a.out)[operand_offset(a, xfunc::detail::cuda::out_operand, i)];
+}
+
+template <class D, class T, class O>
+XFUNC_DEVICE void unary(const elementwise_args& a) {
+  const element_fn<D> f{};
+  for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
+    output<O>(a, i) = static_cast<O>(f(input<T>(a, 0, i)));
+}
+template <class D, class T, class O>
+XFUNC_DEVICE void binary(const elementwise_args& a) {
+  const element_fn<D> f{};
+  for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
+    output<O>(a, i) = static_cast<O>(f(input<T>(a, 0, i), input<T>(a, 1, i)));
+}
+template <class T, class O>
+XFUNC_DEVICE void cast(const elementwise_args& a) {
+  for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
+    output<O>(a, i) = static_cast<O>(input<T>(a, 0, i));
+}
+template <class T>
+XFUNC_DEVICE void fill(const elementwise_args& a) {
+  const T v = static_cast<T>(a.scalar);
+  for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT) output<T>(a, i) = v;
+}
+template <class T>
+XFUNC_DEVICE void where(const elementwise_args& a) {
+  for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
+    output<T>(a, i) = input<bool>(a, 0, i) ? input<T>(a, 1, i) : input<T>(a, 2, i);
+}
+
+/// f(x, scalar, scalar2) elementwise: the ops with number attributes (pow by a scalar, clamp).
+template <class T, class F>
+XFUNC_DEVICE void unary_with(const elementwise_args& a, F f) {
+  for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
+    output<T>(a, i) = f(input<T>(a, 0, i), static_cast<T>(a.scalar), static_cast<T>(a.scalar2));
+}
+struct pow_scalar_fn {
+  template <class T>
+  XFUNC_DEVICE T operator()(T x, T p, T) const { return xfunc::detail::element::pow(x, p); }
+};
+/// clamp: NaN stays NaN; a NaN bound (scalar + scalar2 is then NaN) makes every element NaN.
+struct clamp_fn {
+  template <class T>
+  XFUNC_DEVICE T operator()(T x, T lo, T hi) const {
+    if (lo != lo || hi != hi) return lo + hi;
+    return x < lo ? lo : hi < x ? hi : x;
+  }
+};
+template <class T>
+XFUNC_DEVICE void logical_not(const elementwise_args& a) {
+  for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT) output<bool>(a, i) = input<T>(a, 0, i) == T(0);
+}
+
+/// A negative index counts from the end (the host checked every index is in [-n, n)).
+XFUNC_DEVICE inline long long wrap_index(long long k, long long n) { return k < 0 ? k + n : k; }
+/// gather (and index_select, as a gather with a broadcast index): operand 0 is the input with
+/// its stride along dim set to 0, operand 1 the index; the indexed element is index_stride
+/// further per unit of the index.
+template <class T>
+XFUNC_DEVICE void gather(const elementwise_args& a) {
+  for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT) {
+    const long long k = wrap_index(input<long long>(a, 1, i), a.index_n);
+    output<T>(a, i) = static_cast<const T*>(a.in[0])[operand_offset(a, 0, i) + k * a.index_stride];
+  }
+}
+/// scatter_add into `out` (a copy of the base): operand 0 is the source, 1 the index; the output
+/// operand's stride along dim is 0, and the element added into is index_stride further per unit.
+template <class T>
+XFUNC_DEVICE void scatter_add(const elementwise_args& a) {
+  for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT) {
+    const long long k = wrap_index(input<long long>(a, 1, i), a.index_n);
+    xfunc_atomic_add(&output<T>(a, i) + k * a.index_stride, input<T>(a, 0, i));
+  }
+}
+
+/// The input offset of the first element output o reduces, and of the j-th of them.
+XFUNC_DEVICE inline long long kept_offset(const reduce_args& a, long long o) {
+  long long off = 0;
+  for (int d = a.kept_ndim - 1; d >= 0; --d) {
+    off += (o % a.kept_sizes[d]) * a.kept_strides[d];
+    o /= a.kept_sizes[d];
+  }
+  return off;
+}
+XFUNC_DEVICE inline long long reduced_offset(const reduce_args& a, long long j) {
+  long long off = 0;
+  for (int d = a.reduced_ndim - 1; d >= 0; --d) {
+    off += (j % a.reduced_sizes[d]) * a.reduced_strides[d];
+    j /= a.reduced_sizes[d];
+  }
+  return off;
+}
+/// One thread per output element (no shared memory: NOTE: [Kernels compiled twice]); floating
+/// sums accumulate in double, integer ones in int64.
+template <class T>
+XFUNC_DEVICE void sum(const reduce_args& a) {
+  using A = std::conditional_t<std::is_floating_point_v<T>, double, long long>;
+  for (long long o = XFUNC_THREAD_ID; o < a.n_out; o += XFUNC_THREAD_COUNT) {
+    const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
+    A acc = 0;
+    for (long long j = 0; j < a.m; ++j) acc += static_cast<A>(p[reduced_offset(a, j)]);
+    static_cast<T*>(a.out)[o] = static_cast<T>(acc);
+  }
+}
+/// The product; floating products accumulate in double, integer ones in int64.
+template <class T>
+XFUNC_DEVICE void prod(const reduce_args& a) {
+  using A = std::conditional_t<std::is_floating_point_v<T>, double, long long>;
+  for (long long o = XFUNC_THREAD_ID; o < a.n_out; o += XFUNC_THREAD_COUNT) {
+    const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
+    A acc = 1;
+    for (long long j = 0; j < a.m; ++j) acc *= static_cast<A>(p[reduced_offset(a, j)]);
+    static_cast<T*>(a.out)[o] = static_cast<T>(acc);
+  }
+}
+/// The 2-norm, sqrt of the sum of squares (in double).
+template <class T>
+XFUNC_DEVICE void norm(const reduce_args& a) {
+  for (long long o = XFUNC_THREAD_ID; o < a.n_out; o += XFUNC_THREAD_COUNT) {
+    const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
+    double acc = 0;
+    for (long long j = 0; j < a.m; ++j) {
+      const double x = static_cast<double>(p[reduced_offset(a, j)]);
+      acc += x * x;
+    }
+    static_cast<T*>(a.out)[o] = static_cast<T>(xfunc::detail::element::sqrt(acc));
+  }
+}
+/// log(sum(exp(x))), with the largest value taken out first (none when it is infinite); over
+/// nothing, -inf.
+template <class T>
+XFUNC_DEVICE void logsumexp(const reduce_args& a) {
+  namespace el = xfunc::detail::element;
+  for (long long o = XFUNC_THREAD_ID; o < a.n_out; o += XFUNC_THREAD_COUNT) {
+    const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
+    if (a.m == 0) {
+      static_cast<T*>(a.out)[o] = -el::exp(T(1000));  // -inf (exp overflows: no <limits> on the device)
+      continue;
+    }
+    T m = p[0];
+    for (long long j = 1; j < a.m; ++j) {
+      const T x = p[reduced_offset(a, j)];
+      m = x > m || x != x ? x : m;
+    }
+    const T shift = m - m != T(0) && m == m ? T(0) : m;
+    double s = 0;
+    for (long long j = 0; j < a.m; ++j) s += static_cast<double>(el::exp(p[reduced_offset(a, j)] - shift));
+    static_cast<T*>(a.out)[o] = static_cast<T>(el::log(s)) + shift;
+  }
+}
+/// The index of the first largest element along the (one) reduced dim; a NaN is the largest.
+template <class T>
+XFUNC_DEVICE void argmax(const reduce_args& a) {
+  for (long long o = XFUNC_THREAD_ID; o < a.n_out; o += XFUNC_THREAD_COUNT) {
+    const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
+    long long best = 0;
+    T bv = p[0];
+    for (long long j = 1; j < a.m && bv == bv; ++j) {
+      const T x = p[reduced_offset(a, j)];
+      if (x > bv || x != x) {
+        best = j;
+        bv = x;
+      }
+    }
+    static_cast<long long*>(a.out)[o] = best;
+  }
+}
+
+/// The largest (Max) or smallest element; a NaN wins (as on the cpu and in torch).
+template <class T, bool Max>
+XFUNC_DEVICE void extreme(const reduce_args& a) {
+  for (long long o = XFUNC_THREAD_ID; o < a.n_out; o += XFUNC_THREAD_COUNT) {
+    const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
+    T acc = p[0];
+    for (long long j = 1; j < a.m && acc == acc; ++j) {
+      const T x = p[reduced_offset(a, j)];
+      if ((Max ? x > acc : x < acc) || x != x) acc = x;
+    }
+    static_cast<T*>(a.out)[o] = acc;
+  }
+}
+
+/// softmax (Log = false) or log_softmax over R for each (a, b): the largest value is subtracted
+/// first (none when it is infinite, as on the cpu), sums in double.
+template <class T, bool Log>
+XFUNC_DEVICE void normalize(const normalize_args& a) {
+  namespace el = xfunc::detail::element;
+  for (long long o = XFUNC_THREAD_ID; o < a.A * a.B; o += XFUNC_THREAD_COUNT) {
+    const long long base = (o / a.B) * a.R * a.B + o % a.B;
+    const T* x = static_cast<const T*>(a.in) + base;
+    T* y = static_cast<T*>(a.out) + base;
+    T m = x[0];
+    for (long long r = 1; r < a.R; ++r) m = x[r * a.B] > m || x[r * a.B] != x[r * a.B] ? x[r * a.B] : m;
+    if (m - m != T(0) && m == m) m = T(0);  // an infinite largest value: no shift
+    double s = 0;
+    for (long long r = 0; r < a.R; ++r) s += static_cast<double>(el::exp(x[r * a.B] - m));
+    const T log_s = static_cast<T>(el::log(s));
+    for (long long r = 0; r < a.R; ++r)
+      y[r * a.B] = Log ? x[r * a.B] - m - log_s : static_cast<T>(static_cast<double>(el::exp(x[r * a.B] - m)) / s);
+  }
+}
+
+}  // namespace
+
+// clang-format off
+#define XFUNC_UNARY(op, dt, T) \
+  XFUNC_KERNEL(xf_##op##_##dt, elementwise_args) { unary<xd::op##_op, T, T>(a); }
+#define XFUNC_UNARY_FLOATING(op) XFUNC_UNARY(op, f32, float) XFUNC_UNARY(op, f64, double)
+#define XFUNC_UNARY_NUMERIC(op) XFUNC_UNARY_FLOATING(op) XFUNC_UNARY(op, i64, long long)
+
+XFUNC_UNARY_NUMERIC(neg)
+XFUNC_UNARY_NUMERIC(abs)
+XFUNC_UNARY_NUMERIC(sign)
+XFUNC_UNARY_NUMERIC(relu)
+XFUNC_UNARY_NUMERIC(square)
+XFUNC_UNARY_FLOATING(exp)
+XFUNC_UNARY_FLOATING(log)
+XFUNC_UNARY_FLOATING(sin)
+XFUNC_UNARY_FLOATING(cos)
+XFUNC_UNARY_FLOATING(tan)
+XFUNC_UNARY_FLOATING(tanh)
+XFUNC_UNARY_FLOATING(sigmoid)
+XFUNC_UNARY_FLOATING(sqrt)
+XFUNC_UNARY_FLOATING(rsqrt)
+XFUNC_UNARY_FLOATING(log1p)
+XFUNC_UNARY_FLOATING(expm1)
+XFUNC_UNARY_FLOATING(reciprocal)
+XFUNC_UNARY_FLOATING(erf)
+
+#define XFUNC_BINARY(op, dt, T, O) \
+  XFUNC_KERNEL(xf_##op##_##dt, elementwise_args) { binary<xd::op##_op, T, O>(a); }
+#define XFUNC_BINARY_FLOATING(op) XFUNC_BINARY(op, f32, float, float) XFUNC_BINARY(op, f64, double, double)
+#define XFUNC_BINARY_NUMERIC(op) XFUNC_BINARY_FLOATING(op) XFUNC_BINARY(op, i64, long long, long long)
+#define XFUNC_COMPARISON(op) \
+  XFUNC_BINARY(op, f32, float, bool) XFUNC_BINARY(op, f64, double, bool) XFUNC_BINARY(op, i64, long long, bool)
+
+XFUNC_BINARY_NUMERIC(add)
+XFUNC_BINARY_NUMERIC(sub)
+XFUNC_BINARY_NUMERIC(mul)
+XFUNC_BINARY_NUMERIC(maximum)
+XFUNC_BINARY_NUMERIC(minimum)
+XFUNC_BINARY_FLOATING(div)
+XFUNC_BINARY_FLOATING(pow)
+XFUNC_BINARY_FLOATING(atan2)
+XFUNC_COMPARISON(eq)
+XFUNC_COMPARISON(ne)
+XFUNC_COMPARISON(lt)
+XFUNC_COMPARISON(le)
+XFUNC_COMPARISON(gt)
+XFUNC_COMPARISON(ge)
+XFUNC_COMPARISON(logical_and)
+XFUNC_COMPARISON(logical_or)
+
+#define XFUNC_CAST(from, F, to, T) \
+  XFUNC_KERNEL(xf_cast_##from##_##to, elementwise_args) { cast<F, T>(a); }
+#define XFUNC_CASTS_FROM(from, F) \
+  XFUNC_CAST(from, F, f32, float) XFUNC_CAST(from, F, f64, double) XFUNC_CAST(from, F, i64, long long) XFUNC_CAST(from, F, b8, bool)
+XFUNC_CASTS_FROM(f32, float)
+XFUNC_CASTS_FROM(f64, double)
+XFUNC_CASTS_FROM(i64, long long)
+XFUNC_CASTS_FROM(b8, bool)
+
+#define XFUNC_PER_DTYPE(kind, fn) \
+  XFUNC_KERNEL(xf_##kind##_f32, elementwise_args) { fn<float>(a); }     \
+  XFUNC_KERNEL(xf_##kind##_f64, elementwise_args) { fn<double>(a); }    \
+  XFUNC_KERNEL(xf_##kind##_i64, elementwise_args) { fn<long long>(a); } \
+  XFUNC_KERNEL(xf_##kind##_b8, elementwise_args) { fn<bool>(a); }
+XFUNC_PER_DTYPE(fill, fill)
+XFUNC_PER_DTYPE(where, where)
+
+#define XFUNC_REDUCTIONS(dt, T)                                                  \
+  XFUNC_KERNEL(xf_sum_##dt, reduce_args) { sum<T>(a); }                          \
+  XFUNC_KERNEL(xf_prod_##dt, reduce_args) { prod<T>(a); }                        \
+  XFUNC_KERNEL(xf_amax_##dt, reduce_args) { extreme<T, true>(a); }               \
+  XFUNC_KERNEL(xf_amin_##dt, reduce_args) { extreme<T, false>(a); }              \
+  XFUNC_KERNEL(xf_argmax_##dt, reduce_args) { argmax<T>(a); }                    \
+  XFUNC_KERNEL(xf_logical_not_##dt, elementwise_args) { logical_not<T>(a); }     \
+  XFUNC_KERNEL(xf_clamp_##dt, elementwise_args) { unary_with<T>(a, clamp_fn{}); } \
+  XFUNC_KERNEL(xf_gather_##dt, elementwise_args) { gather<T>(a); }               \
+  XFUNC_KERNEL(xf_scatter_add_##dt, elementwise_args) { scatter_add<T>(a); }
+XFUNC_REDUCTIONS(f32, float)
+XFUNC_REDUCTIONS(f64, double)
+XFUNC_REDUCTIONS(i64, long long)
+XFUNC_KERNEL(xf_gather_b8, elementwise_args) { gather<bool>(a); }
+#define XFUNC_FLOATING_REDUCTIONS(dt, T)                                         \
+  XFUNC_KERNEL(xf_norm_##dt, reduce_args) { norm<T>(a); }                        \
+  XFUNC_KERNEL(xf_logsumexp_##dt, reduce_args) { logsumexp<T>(a); }             \
+  XFUNC_KERNEL(xf_pow_scalar_##dt, elementwise_args) { unary_with<T>(a, pow_scalar_fn{}); }
+XFUNC_FLOATING_REDUCTIONS(f32, float)
+XFUNC_FLOATING_REDUCTIONS(f64, double)
+// clang-format on
+
+#define XFUNC_NORMALIZE(dt, T)                                                       \
+  XFUNC_KERNEL(xf_softmax_##dt, normalize_args) { normalize<T, false>(a); }          \
+  XFUNC_KERNEL(xf_log_softmax_##dt, normalize_args) { normalize<T, true>(a); }
+XFUNC_NORMALIZE(f32, float)
+XFUNC_NORMALIZE(f64, double)

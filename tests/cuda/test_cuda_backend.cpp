@@ -1,0 +1,255 @@
+// cuda tensors end to end: devices, copies, factories, printing, errors, the allocator, matrix
+// products through cuBLAS, and the transforms on cuda compared with the cpu. In CI this runs on
+// the fake driver and fake cuBLAS (tests/cuda/fake_cuda; NOTE: [Kernels compiled twice]); with
+// XFUNC_CUDA_DRIVER and XFUNC_CUBLAS_LIBRARY unset it runs on a GPU.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <sstream>
+
+#include <xfunc/xfunc.hpp>
+
+namespace xf = xfunc;
+using Catch::Matchers::Contains;
+using xf::tensor;
+
+namespace {
+const xf::device cuda1{xf::device_kind::cuda, 1};
+
+/// An op with a cpu kernel only (every op of the library has a cuda kernel, or needs none).
+struct cpu_only_op {
+  static constexpr const char* name = "xftest::cpu_only";
+  using attrs = xf::detail::no_attrs;
+  static tensor kernel(std::span<const tensor> in, const attrs&) { return in[0].clone(); }
+};
+
+/// got is on cuda and equals expect (on the cpu) within rtol.
+void same(const tensor& got, const tensor& expect, double rtol = 1e-12) {
+  CHECK(got.device() == xf::cuda);
+  REQUIRE(got.shape() == expect.shape());
+  CHECK(got.dtype() == expect.dtype());
+  INFO("cuda: " << got << "\ncpu:  " << expect);
+  CHECK(xf::allclose(got.cpu(), expect, rtol, rtol * 1e-3));
+}
+}  // namespace
+
+TEST_CASE("cuda tensors: copies, factories, printing, item", "[cuda]") {
+  REQUIRE(xf::cuda_is_available());
+  const tensor x = xf::arange(0.0, 12.0, 1.0, xf::f64).reshape({3, 4});
+  const tensor g = x.to(xf::cuda);
+  CHECK(g.device() == xf::cuda);
+  CHECK(g.cuda().impl() == g.impl());  // already there: the same tensor
+  CHECK(xf::equal(g.cpu(), x));
+  CHECK(g.cpu().device() == xf::cpu);
+  // every dtype, and strided views both ways
+  for (xf::dtype dt : {xf::f32, xf::f64, xf::i64, xf::b8}) {
+    const tensor v = x.to(dt).transpose(0, 1);
+    CHECK(xf::equal(v.cuda().cpu(), v));
+    CHECK(xf::equal(x.to(dt).cuda().transpose(0, 1).cpu(), v));
+    CHECK(xf::equal(x.to(dt).cuda().narrow(1, 1, 2).cpu(), x.to(dt).narrow(1, 1, 2)));
+  }
+  CHECK(g.select(0, 1).select(0, 2).item<double>() == 6.0);
+  std::ostringstream os;
+  os << xf::tensor{1.5, 2.0}.cuda();
+  CHECK(os.str() == "tensor([1.5, 2], shape=[2], dtype=float64, device=cuda:0)");
+  // factories with a device
+  CHECK(xf::equal(xf::zeros({2, 3}, xf::f32, xf::cuda).cpu(), xf::zeros({2, 3})));
+  CHECK(xf::equal(xf::ones({2, 3}, xf::i64, xf::cuda).cpu(), xf::ones({2, 3}, xf::i64)));
+  CHECK(xf::equal(xf::full({4}, 2.5, xf::f64, xf::cuda).cpu(), xf::full({4}, 2.5, xf::f64)));
+  CHECK(xf::equal(xf::eye(3, xf::f32, xf::cuda).cpu(), xf::eye(3)));
+  CHECK(xf::equal(xf::arange(0.0, 5.0, 1.0, xf::i64, xf::cuda).cpu(), xf::arange(5)));
+  CHECK(xf::equal(xf::zeros_like(g).cpu(), xf::zeros_like(x)));
+  CHECK(xf::zeros_like(g).device() == xf::cuda);
+  // the same seed gives the same numbers on both devices
+  xf::manual_seed(7);
+  const tensor r_gpu = xf::randn({5, 3}, xf::f32, xf::cuda);
+  xf::manual_seed(7);
+  const tensor r_cpu = xf::randn({5, 3});
+  CHECK(xf::equal(r_gpu.cpu(), r_cpu));
+  // xtensor
+  const xt::xarray<double> a = {{1.0, 2.0}, {3.0, 4.0}};
+  const tensor ga = xf::from_xtensor(a, xf::cuda);
+  CHECK(ga.device() == xf::cuda);
+  const bool same_values = xf::to_xtensor<double>(ga * 2.0) == xt::xarray<double>{{2.0, 4.0}, {6.0, 8.0}};
+  CHECK(same_values);
+  // no elements
+  CHECK(xf::zeros({0, 3}, xf::f32, xf::cuda).cpu().shape() == xf::shape_t{0, 3});
+  CHECK((xf::zeros({0}, xf::f32, xf::cuda) + 1.0).numel() == 0);
+}
+
+TEST_CASE("cuda tensors: ops, broadcasting, reductions, matrix products", "[cuda]") {
+  const tensor a = xf::linspace(-2.0, 2.0, 12, xf::f64).reshape({3, 4});
+  const tensor b = xf::linspace(0.5, 1.5, 4, xf::f64);
+  const tensor ga = a.cuda(), gb = b.cuda();
+  same(ga * gb + 1.0, a * b + 1.0);
+  same(xf::tanh(ga.transpose(0, 1)) - gb.unsqueeze(1), xf::tanh(a.transpose(0, 1)) - b.unsqueeze(1));
+  same(xf::where(ga > 0.0, ga, gb), xf::where(a > 0.0, a, b));
+  same(xf::sum(ga, {1}), xf::sum(a, {1}));
+  same(xf::sum(ga.transpose(0, 1), {0}, true), xf::sum(a.transpose(0, 1), {0}, true));
+  same(xf::amax(ga, {0}), xf::amax(a, {0}));
+  same(xf::mean(ga), xf::mean(a));
+  same((ga > 0.0).to(xf::i64) * 3, (a > 0.0).to(xf::i64) * 3);
+  // a 0-d cpu tensor acts as a scalar
+  same(ga * xf::scalar(2.0), a * 2.0);
+  // matrix products: plain, transposed operands, an operand expanded over the batch, float32
+  const tensor m = xf::linspace(-1.0, 1.0, 20, xf::f64).reshape({4, 5});
+  same(xf::matmul(ga, m.cuda()), xf::matmul(a, m));
+  same(xf::matmul(m.cuda().transpose(0, 1), ga.transpose(0, 1)), xf::matmul(m.transpose(0, 1), a.transpose(0, 1)));
+  const tensor batch = xf::linspace(-1.0, 1.0, 2 * 3 * 4, xf::f64).reshape({2, 3, 4});
+  same(xf::matmul(batch.cuda(), m.cuda()), xf::matmul(batch, m));
+  same(xf::bmm(batch.cuda(), m.cuda().unsqueeze(0).expand({2, 4, 5})), xf::bmm(batch, m.unsqueeze(0).expand({2, 4, 5})));
+  same(xf::matmul(ga.to(xf::f32), m.cuda().to(xf::f32)), xf::matmul(a.to(xf::f32), m.to(xf::f32)), 1e-5);
+  same(xf::matmul(b.cuda(), m.cuda().narrow(1, 0, 1).squeeze(1).unsqueeze(1)),
+       xf::matmul(b, m.narrow(1, 0, 1).squeeze(1).unsqueeze(1)));
+}
+
+TEST_CASE("in-place ops on cuda tensors write through views", "[cuda]") {
+  tensor base = xf::zeros({3, 4}, xf::f64, xf::cuda);
+  tensor row = base.select(0, 1);
+  row.add_(xf::linspace(1.0, 4.0, 4, xf::f64).cuda());
+  base.transpose(0, 1).narrow(1, 2, 1).mul_(xf::scalar(0.0)).add_(xf::scalar(7.0));
+  tensor expect = xf::zeros({3, 4}, xf::f64);
+  expect.select(0, 1).add_(xf::linspace(1.0, 4.0, 4, xf::f64));
+  expect.transpose(0, 1).narrow(1, 2, 1).mul_(xf::scalar(0.0)).add_(xf::scalar(7.0));
+  same(base, expect);
+  base.copy_(xf::ones({4}, xf::i64));  // from the cpu, broadcast, converted
+  same(base, xf::ones({3, 4}, xf::f64));
+  base.copy_(xf::flip(base, {1}) * 2.0);
+  same(base, xf::full({3, 4}, 2.0, xf::f64));
+  // under vmap an in-place op on a batched cuda value stays on the device
+  auto bump = [](const tensor& v) { tensor c = v.clone(); c.add_(xf::sum(v)); return c; };
+  const tensor batch = xf::linspace(0.0, 1.0, 6, xf::f64).reshape({2, 3});
+  same(xf::vmap(bump)(batch.cuda()), xf::vmap(bump)(batch));
+  same(xf::grad([&](const tensor& v) { return xf::sum(bump(v) * v); })(batch.cuda()),
+       xf::grad([&](const tensor& v) { return xf::sum(bump(v) * v); })(batch));
+}
+
+TEST_CASE("transforms on cuda tensors agree with the cpu", "[cuda]") {
+  // an MLP's loss; per-example gradients with vmap(grad), as in the demo
+  auto loss = [](const tensor& w1, const tensor& w2, const tensor& x, const tensor& y) {
+    const tensor h = xf::tanh(xf::matmul(x, w1));
+    return xf::mean(xf::square(xf::matmul(h, w2) - y));
+  };
+  xf::manual_seed(3);
+  const tensor w1 = xf::randn({4, 8}, xf::f64), w2 = xf::randn({8, 2}, xf::f64);
+  const tensor x = xf::randn({6, 4}, xf::f64), y = xf::randn({6, 2}, xf::f64);
+  auto on_gpu = [](const tensor& t) { return t.cuda(); };
+  {
+    auto [g1, g2] = xf::grad(loss, xf::argnums<0, 1>)(on_gpu(w1), on_gpu(w2), on_gpu(x), on_gpu(y));
+    auto [c1, c2] = xf::grad(loss, xf::argnums<0, 1>)(w1, w2, x, y);
+    same(g1, c1);
+    same(g2, c2);
+  }
+  {
+    auto per_example = xf::vmap(xf::grad(loss), xf::in_dims(xf::none, xf::none, 0, 0));
+    same(per_example(on_gpu(w1), on_gpu(w2), on_gpu(x).unsqueeze(1), on_gpu(y).unsqueeze(1)),
+         per_example(w1, w2, x.unsqueeze(1), y.unsqueeze(1)));
+  }
+  {
+    auto f = [](const tensor& v) { return xf::sum(xf::sin(v) * v); };
+    const tensor v = xf::linspace(-1.0, 1.0, 5, xf::f64);
+    same(xf::hessian(f)(v.cuda()), xf::hessian(f)(v));
+    auto sin_fn = [](const tensor& t) { return xf::sin(t); };
+    auto exp_fn = [](const tensor& t) { return xf::exp(t); };
+    same(xf::jacrev(sin_fn)(v.cuda()), xf::jacrev(sin_fn)(v));
+    same(xf::jacfwd(exp_fn)(v.cuda()), xf::jacfwd(exp_fn)(v));
+    auto [o, t] = xf::jvp(f, v.cuda(), xf::ones_like(v).cuda());
+    auto [oc, tc] = xf::jvp(f, v, xf::ones_like(v));
+    same(o, oc);
+    same(t, tc);
+  }
+  {
+    // the transfer itself is differentiable: the gradient comes back to the cpu
+    const tensor v = xf::linspace(-1.0, 1.0, 5, xf::f64);
+    const tensor gv = xf::grad([](const tensor& c) { return xf::sum(xf::exp(c.cuda())).cpu(); })(v);
+    CHECK(gv.device() == xf::cpu);
+    CHECK(xf::allclose(gv, xf::exp(v)));
+  }
+}
+
+TEST_CASE("custom ops, autograd functions and control flow on cuda tensors", "[cuda]") {
+  const tensor x = xf::linspace(-1.0, 1.0, 4, xf::f64);
+  const tensor gx = x.cuda();
+  // the op's function serves every device; register_kernel(xf::cuda, ...) overrides cuda only
+  auto cube = xf::custom_op("xfcuda::cube", [](const tensor& v) { return v * v * v; });
+  same(cube(gx), x * x * x);
+  cube.register_kernel(xf::cuda, [](const tensor& v) { return v * v * v + 100.0; });
+  same(cube(gx), x * x * x + 100.0);
+  CHECK(xf::allclose(cube(x), x * x * x));  // the cpu keeps the function
+  cube.register_autograd([](xf::autograd::context& ctx, const tensor& g) { return g * 3.0 * xf::square(ctx.saved_tensors()[0]); },
+                         [](xf::autograd::context& ctx, const std::tuple<tensor>& in, const tensor&) {
+                           ctx.save_for_backward(std::get<0>(in));
+                         });
+  same(xf::grad([&](const tensor& v) { return xf::sum(cube(v)); })(gx), 3.0 * xf::square(x));
+  // cond with a predicate on the device (read once), scan and while_loop
+  auto twice = [](const tensor& v) { return v * 2.0; };
+  auto negate = [](const tensor& v) { return -v; };
+  same(xf::cond(xf::scalar(true).cuda(), twice, negate, gx), x * 2.0);
+  same(xf::cond(xf::sum(gx) > 10.0, twice, negate, gx), -x);
+  auto [carry, ys] = xf::scan([](const tensor& c, const tensor& v) { return std::pair{c + v, c * v}; },
+                              xf::zeros({}, xf::f64, xf::cuda), gx);
+  auto [carry_c, ys_c] = xf::scan([](const tensor& c, const tensor& v) { return std::pair{c + v, c * v}; },
+                                  xf::zeros({}, xf::f64), x);
+  same(carry, carry_c);
+  same(ys, ys_c);
+  same(xf::while_loop([](const tensor& v) { return xf::sum(v) < 20.0; }, twice, gx + 2.0),
+       xf::while_loop([](const tensor& v) { return xf::sum(v) < 20.0; }, twice, x + 2.0));
+  // vmap of cond with a batched predicate selects per example on the device
+  auto pick = [&](const tensor& v) { return xf::cond(xf::sum(v) > 0.0, twice, negate, v); };
+  const tensor batch = xf::stack({x, -x + 0.5}, 0);
+  same(xf::vmap(pick)(batch.cuda()), xf::vmap(pick)(batch));
+}
+
+TEST_CASE("cuda errors: devices, missing kernels, bad indices", "[cuda]") {
+  const tensor g = xf::ones({2, 3}, xf::f32, xf::cuda);
+  CHECK_THROWS_WITH(g + xf::ones({2, 3}), Contains("xf::add") && Contains("different devices") && Contains("cuda:0") &&
+                                              Contains("cpu"));
+  CHECK_THROWS_WITH(g + xf::ones({2, 3}, xf::f32, xf::meta), Contains("different devices"));
+  CHECK_THROWS_WITH(xf::detail::call<cpu_only_op>({}, g), Contains("xftest::cpu_only") && Contains("has no cuda kernel yet"));
+  CHECK(xf::equal(xf::detail::call<cpu_only_op>({}, xf::ones({2})), xf::ones({2})));
+  CHECK_THROWS_WITH(xf::ones({2}, xf::f32, xf::device{xf::device_kind::cuda, 7}),
+                    Contains("cuda:7 does not exist"));
+  CHECK_THROWS_WITH(xf::matmul(xf::ones({2, 2}, xf::i64, xf::cuda), xf::ones({2, 2}, xf::i64, xf::cuda)),
+                    Contains("xf::bmm") && Contains("floating"));
+  if (xf::cuda_device_count() >= 2) {  // (the fake driver shows two in CI)
+    CHECK_THROWS_WITH(g.to(cuda1) + g, Contains("different devices") && Contains("cuda:1"));
+    const tensor on1 = g.to(cuda1) + 1.0;  // ops run on the device of their arguments
+    CHECK(on1.device() == cuda1);
+    CHECK(xf::equal(on1.cpu(), xf::full({2, 3}, 2.0)));
+  }
+}
+
+TEST_CASE("the caching allocator serves cuda tensors", "[cuda]") {
+  auto& alloc = xf::detail::cuda::device_allocator();
+  { tensor warm = xf::zeros({1000}, xf::f32, xf::cuda); }
+  const auto before = alloc.stats();
+  for (int i = 0; i < 10; ++i) tensor t = xf::zeros({1000}, xf::f32, xf::cuda);
+  const auto after = alloc.stats();
+  CHECK(after.driver_allocations == before.driver_allocations);  // every one reused a block
+  CHECK(after.reuses >= before.reuses + 10);
+}
+
+// Run by their own ctest entries, with the fake device's memory or a failing kernel set up.
+TEST_CASE("cuda out of memory", "[cuda_oom]") {
+  // XFUNC_FAKE_CUDA_MEMORY=1048576 (ctest): a 4 MiB tensor cannot fit even after the cache is flushed
+  { tensor small = xf::zeros({1000}, xf::f32, xf::cuda); }
+  CHECK_THROWS_WITH(xf::zeros({1 << 20}, xf::f32, xf::cuda),
+                    Contains("out of memory") && Contains("4194304 bytes") && Contains("cuda:0"));
+  CHECK(xf::detail::cuda::device_allocator().stats().cache_flushes >= 1);
+  CHECK(xf::zeros({1000}, xf::f32, xf::cuda).numel() == 1000);  // and the device still works
+}
+
+TEST_CASE("a kernel fault surfaces at the next synchronising call, naming the op", "[cuda_fault]") {
+  // XFUNC_FAKE_CUDA_FAIL_KERNEL=xf_exp_f32 (ctest)
+  const tensor g = xf::ones({4}, xf::f32, xf::cuda);
+  const tensor e = xf::exp(g);  // queued: no error yet
+  CHECK_THROWS_WITH(e.cpu(), Contains("xf::to") && Contains("xf::exp") && Contains("failed on the device"));
+}
+
+TEST_CASE("without a driver, cuda tensors say CUDA is not available", "[cuda_unavailable]") {
+  // XFUNC_CUDA_DRIVER names a library that does not exist (ctest)
+  CHECK_FALSE(xf::cuda_is_available());
+  CHECK_THROWS_WITH(xf::zeros({2}, xf::f32, xf::cuda), Contains("CUDA is not available"));
+  CHECK_THROWS_WITH(xf::ones({2}).cuda(), Contains("CUDA is not available"));
+  CHECK(xf::equal(xf::ones({2}) + 1.0, xf::full({2}, 2.0)));  // the cpu is unaffected
+}
