@@ -88,8 +88,10 @@ inline DLManagedTensor* to_dlpack(const tensor& t) {
   if (!p->is_dense())
     fail("xf::to_dlpack: cannot export a tensor inside a running transform (it is a ", p->kind == impl_kind::batched ? "vmap" : "grad/jvp",
          " wrapper with no buffer of its own); export the result after the transform returns");
-  if (p->dev.kind != device_kind::cpu)
-    fail("xf::to_dlpack: a ", p->dev, " tensor has no memory to share (dlpack exports cpu tensors in this build)");
+  if (p->dev == meta) fail("xf::to_dlpack: a meta tensor has no memory to share");
+  // a cuda tensor: the work queued for it is finished first, since the consumer may read it on
+  // any stream (DLPack's C interface has no stream to order by)
+  if (p->dev.kind == device_kind::cuda) backend_of(p->dev, "xf::to_dlpack").synchronize(p->dev, "xf::to_dlpack");
   p->prepare_access();  // evaluates t if deferred (giving it a buffer)
   // Mark, then settle again: no deferred program may keep reading the buffer after the export.
   p->store->shared_externally.store(true, std::memory_order_release);
@@ -103,7 +105,7 @@ inline DLManagedTensor* to_dlpack(const tensor& t) {
   }
   DLTensor& dl = out->managed.dl_tensor;
   dl.data = p->store->data + static_cast<std::size_t>(p->offset) * dtype_size(p->dt);
-  dl.device = {kDLCPU, 0};
+  dl.device = p->dev.kind == device_kind::cuda ? DLDevice{kDLCUDA, p->dev.index} : DLDevice{kDLCPU, 0};
   dl.ndim = static_cast<int>(r);
   dl.dtype = dlpack_dtype_of(p->dt);
   dl.shape = out->shape;
@@ -128,13 +130,17 @@ inline tensor from_dlpack(DLManagedTensor* managed) {
     return t;
   }
   const DLTensor& dl = managed->dl_tensor;
-  if (dl.device.device_type == kDLCUDA || dl.device.device_type == kDLCUDAManaged)
-    fail("xf::from_dlpack: a cuda dlpack tensor (device ", dl.device.device_id,
-         ") needs the CUDA backend, which is not available in this build (CPU only); copy it to the host in the "
-         "producer first (e.g. torch's .cpu())");
-  if (dl.device.device_type != kDLCPU && dl.device.device_type != kDLCUDAHost)
+  device dev = cpu;
+  if (dl.device.device_type == kDLCUDA || dl.device.device_type == kDLCUDAManaged) {
+    dev = device{device_kind::cuda, dl.device.device_id};
+    if (!cuda_backend_slot())
+      fail("xf::from_dlpack: a cuda dlpack tensor (device ", dl.device.device_id,
+           ") needs the CUDA backend, which is not in this build (link xfunc::cuda); or copy it to the host in the "
+           "producer first (e.g. torch's .cpu())");
+  } else if (dl.device.device_type != kDLCPU && dl.device.device_type != kDLCUDAHost) {
     fail("xf::from_dlpack: unsupported dlpack device type ", int(dl.device.device_type),
-         "; xfunc imports cpu memory (kDLCPU, kDLCUDAHost)");
+         "; xfunc imports cpu memory (kDLCPU, kDLCUDAHost) and cuda memory (kDLCUDA, kDLCUDAManaged)");
+  }
   const dtype dt = dtype_of_dlpack(dl.dtype);
   if (dl.ndim < 0 || static_cast<std::size_t>(dl.ndim) > shape_t::max_dims)
     fail("xf::from_dlpack: a dlpack tensor with ", dl.ndim, " dimensions; xfunc tensors have 0 to ", shape_t::max_dims);
@@ -168,12 +174,12 @@ inline tensor from_dlpack(DLManagedTensor* managed) {
     fail("xf::from_dlpack: the strides of shape ", shape, " reach past the int64 range");
   auto impl = make_pooled<tensor_impl>();
   impl->dt = dt;
-  impl->dev = cpu;
+  impl->dev = dev;
   impl->shape = shape;
   impl->strides = strides;
   // From here on the storage owns `managed`: it calls the deleter when the last view dies.
   impl->store = make_pooled<storage>(base, static_cast<std::size_t>(span) * esize, &release_dlpack_import,
-                                     static_cast<void*>(managed));
+                                     static_cast<void*>(managed), dev);
   return tensor(std::move(impl));
 }
 

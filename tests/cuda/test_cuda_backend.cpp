@@ -4,9 +4,15 @@
 // XFUNC_CUDA_DRIVER and XFUNC_CUBLAS_LIBRARY unset it runs on a GPU.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <sstream>
+#include <thread>
+#include <vector>
 
+#ifdef XFUNC_TEST_DLPACK
+#include <xfunc/dlpack.hpp>
+#endif
 #include <xfunc/xfunc.hpp>
 
 namespace xf = xfunc;
@@ -167,6 +173,25 @@ TEST_CASE("transforms on cuda tensors agree with the cpu", "[cuda]") {
   }
 }
 
+TEST_CASE("functionalize and make_fx on cuda tensors", "[cuda]") {
+  const tensor x = xf::linspace(-1.0, 1.0, 6, xf::f64).reshape({2, 3});
+  auto f = [](const tensor& v) {
+    tensor c = v.clone();
+    c.narrow(1, 0, 2).mul_(xf::scalar(3.0));
+    return xf::sum(c * v, {1});
+  };
+  same(xf::functionalize(f)(x.cuda()), f(x));
+  same(xf::functionalize(f, xf::remove::mutations_and_views)(x.cuda()), f(x));
+  const xf::graph g = xf::make_fx(f)(x.cuda());
+  CHECK(g.count("xf::mul_") == 1);
+  const tensor x2 = x * 2.0;
+  same(g(x2.cuda()).at(0), f(x2));
+  // the graph of a functionalized f replays on the device too, with no in-place node left
+  const xf::graph gf = xf::make_fx(xf::functionalize(f, xf::remove::mutations_and_views))(x.cuda());
+  CHECK(gf.count("xf::mul_") == 0);
+  same(gf(x2.cuda()).at(0), f(x2));
+}
+
 TEST_CASE("custom ops, autograd functions and control flow on cuda tensors", "[cuda]") {
   const tensor x = xf::linspace(-1.0, 1.0, 4, xf::f64);
   const tensor gx = x.cuda();
@@ -200,6 +225,39 @@ TEST_CASE("custom ops, autograd functions and control flow on cuda tensors", "[c
   same(xf::vmap(pick)(batch.cuda()), xf::vmap(pick)(batch));
 }
 
+#ifdef XFUNC_TEST_DLPACK
+TEST_CASE("DLPack shares cuda memory both ways", "[cuda]") {
+  const tensor g = xf::linspace(0.0, 5.0, 6, xf::f64).reshape({2, 3}).cuda();
+  DLManagedTensor* m = xf::to_dlpack(g.transpose(0, 1));
+  CHECK(m->dl_tensor.device.device_type == kDLCUDA);
+  CHECK(m->dl_tensor.device.device_id == 0);
+  CHECK(m->dl_tensor.data == static_cast<void*>(g.impl()->device_data<double>()));
+  CHECK(m->dl_tensor.strides[0] == 1);
+  CHECK(xf::from_dlpack(m).impl() != nullptr);  // one of ours comes back as the same tensor
+  // a foreign producer's cuda memory: viewed in place, its deleter called when the view dies
+  static bool deleted = false;
+  struct foreign {
+    DLManagedTensor managed{};
+    std::int64_t shape[1] = {3};
+    tensor keep;  // the producer's own tensor
+  };
+  auto* f = new foreign;
+  f->keep = xf::full({3}, 4.0, xf::f32, xf::cuda);
+  f->managed.dl_tensor = {f->keep.impl()->device_data<float>(), {kDLCUDA, 0}, 1, {kDLFloat, 32, 1}, f->shape, nullptr, 0};
+  f->managed.manager_ctx = f;
+  f->managed.deleter = [](DLManagedTensor* self) {
+    delete static_cast<foreign*>(self->manager_ctx);
+    deleted = true;
+  };
+  {
+    const tensor v = xf::from_dlpack(&f->managed);
+    CHECK(v.device() == xf::cuda);
+    same(v * 2.0, xf::full({3}, 8.0, xf::f32), 1e-6);
+  }
+  CHECK(deleted);
+}
+#endif
+
 TEST_CASE("cuda errors: devices, missing kernels, bad indices", "[cuda]") {
   const tensor g = xf::ones({2, 3}, xf::f32, xf::cuda);
   CHECK_THROWS_WITH(g + xf::ones({2, 3}), Contains("xf::add") && Contains("different devices") && Contains("cuda:0") &&
@@ -227,6 +285,25 @@ TEST_CASE("the caching allocator serves cuda tensors", "[cuda]") {
   const auto after = alloc.stats();
   CHECK(after.driver_allocations == before.driver_allocations);  // every one reused a block
   CHECK(after.reuses >= before.reuses + 10);
+}
+
+TEST_CASE("threads use cuda tensors at once, each on its own stream", "[cuda]") {
+  const tensor w = xf::linspace(-1.0, 1.0, 12, xf::f64).reshape({3, 4}).cuda();
+  const tensor expect = xf::matmul(xf::tanh(w.cpu()).transpose(0, 1), w.cpu());
+  xf::cuda_synchronize();  // w is read on other threads' streams (docs/cuda.md, "Execution")
+  std::vector<std::thread> threads;
+  std::vector<int> ok(8, 0);
+  for (int round = 0; round < 2; ++round) {  // the second round's threads reuse the first's streams
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, k = round * 4 + t] {
+        bool good = true;
+        for (int i = 0; i < 5; ++i) good = good && xf::allclose(xf::matmul(xf::tanh(w).transpose(0, 1), w).cpu(), expect);
+        ok[static_cast<std::size_t>(k)] = good;
+      });
+    for (auto& th : threads) th.join();
+    threads.clear();
+  }
+  CHECK(std::count(ok.begin(), ok.end(), 1) == 8);
 }
 
 // Run by their own ctest entries, with the fake device's memory or a failing kernel set up.

@@ -1,6 +1,6 @@
 // The op conformance table (tests/ops/rows_*.cpp) on cuda tensors, compared with the cpu: the
-// forward in float64 and float32, the vjp and jvp, and vmap, each with its inputs moved to the
-// device (API.md section 7: rtol 1e-12 for float64, 1e-5 for float32). In CI this runs on the
+// forward in float64 and float32, the vjp and jvp, functionalize (without views), make_fx's graph
+// replayed on new inputs, and vmap, each with its inputs moved to the device (API.md section 7: rtol 1e-12 for float64, 1e-5 for float32). In CI this runs on the
 // fake driver (NOTE: [Kernels compiled twice]); on a GPU (XFUNC_CUDA_DRIVER unset) on the GPU.
 // Rows whose op, or an op of its rules, has no cuda kernel yet are listed below: the test fails
 // when that list is not exactly the rows that say so, so it stays the truth.
@@ -69,13 +69,22 @@ void check_row(const conformance::op_row& r) {
     same(o_gpu, o_cpu, 1e-12);
     same(t_gpu, t_cpu, 1e-12);
   }
-  // vmap over two examples stacked at dim 0
-  tensors stacked;
+  // a second example (as the cpu table makes it)
+  tensors second;
   for (std::size_t i = 0; i < r.inputs.size(); ++i) {
     const xf::tensor& x = r.inputs[i];
-    const xf::tensor y = r.inputs2.empty() ? (xf::is_floating(x.dtype()) ? x * 0.9 + 0.05 : x) : r.inputs2[i];
-    stacked.push_back(xf::stack({x, y}, 0));
+    second.push_back(r.inputs2.empty() ? (xf::is_floating(x.dtype()) ? x * 0.9 + 0.05 : x) : r.inputs2[i]);
   }
+  // functionalize without views, and make_fx's graph replayed on the device on the second example
+  auto functional = [&](const tensors& xs) {
+    return apply<N>([&](const auto&... a) { return xf::functionalize(f, xf::remove::mutations_and_views)(a...); }, xs);
+  };
+  same(functional(to_device(r.inputs, xf::cuda)), r.op(r.inputs), 1e-12);
+  const xf::graph g = apply<N>([&](const auto&... a) { return xf::make_fx(f)(a...); }, to_device(r.inputs, xf::cuda));
+  same(apply<N>([&](const auto&... a) { return g(a...); }, to_device(second, xf::cuda)).at(0), r.op(second), 1e-12);
+  // vmap over two examples stacked at dim 0
+  tensors stacked;
+  for (std::size_t i = 0; i < r.inputs.size(); ++i) stacked.push_back(xf::stack({r.inputs[i], second[i]}, 0));
   auto batched = [&](const tensors& xs) { return apply<N>([&](const auto&... a) { return xf::vmap(f)(a...); }, xs); };
   same(batched(to_device(stacked, xf::cuda)), batched(stacked), 1e-12);
 }

@@ -234,24 +234,24 @@ void tensors_and_factories(table& t) {
   t.call("xf::full of int64 with 1e300", [] { (void)xf::full({2}, 1e300, xf::i64); }, {"xf::full", "int64"});
   t.call("xf::full_like of an int64 tensor with inf", [] { (void)xf::full_like(i3(), INFINITY); },
          {"xf::full_like", "int64"});
-  // the cuda device (not in this build)
+  // the cuda device (this program is not linked with xfunc::cuda)
   t.call("xf::zeros on cuda", [] { (void)xf::zeros({2}, xf::f32, xf::cuda); },
-         {"xf::zeros", "the cuda device is not available in this build"});
+         {"xf::zeros", "cuda:0 is not available in this build", "xfunc::cuda"});
   t.call("xf::ones on cuda", [] { (void)xf::ones({2}, xf::f32, xf::cuda); },
-         {"xf::ones", "the cuda device is not available in this build"});
+         {"xf::ones", "cuda:0 is not available in this build", "xfunc::cuda"});
   t.call("xf::full on cuda", [] { (void)xf::full({2}, 1.0, xf::f32, xf::cuda); },
-         {"xf::full", "the cuda device is not available in this build"});
+         {"xf::full", "cuda:0 is not available in this build", "xfunc::cuda"});
   t.call("xf::eye on cuda", [] { (void)xf::eye(2, xf::f32, xf::cuda); },
-         {"xf::eye", "the cuda device is not available in this build"});
+         {"xf::eye", "cuda:0 is not available in this build", "xfunc::cuda"});
   t.call("xf::arange on cuda", [] { (void)xf::arange(0.0, 3.0, 1.0, xf::i64, xf::cuda); },
-         {"xf::arange", "the cuda device is not available in this build"});
+         {"xf::arange", "cuda:0 is not available in this build", "xfunc::cuda"});
   t.call("xf::linspace on cuda", [] { (void)xf::linspace(0.0, 1.0, 3, xf::f32, xf::cuda); },
-         {"xf::linspace", "the cuda device is not available in this build"});
+         {"xf::linspace", "cuda:0 is not available in this build", "xfunc::cuda"});
   t.call("xf::rand on cuda", [] { (void)xf::rand({2}, xf::f32, xf::cuda); },
-         {"xf::rand", "the cuda device is not available in this build"});
+         {"xf::rand", "cuda:0 is not available in this build", "xfunc::cuda"});
   t.call("xf::randn on cuda", [] { (void)xf::randn({2}, xf::f32, xf::cuda); },
-         {"xf::randn", "the cuda device is not available in this build"});
-  t.call("xf::tensor::to(cuda)", [] { (void)x3().to(xf::cuda); }, {"xf::to", "the cuda device is not available in this build"});
+         {"xf::randn", "cuda:0 is not available in this build", "xfunc::cuda"});
+  t.call("xf::tensor::to(cuda)", [] { (void)x3().to(xf::cuda); }, {"xf::to", "cuda:0 is not available in this build", "xfunc::cuda"});
   // undefined tensors into the *_like factories
   t.call("xf::zeros_like(undefined)", [] { (void)xf::zeros_like(undefined); },
          {"xf::zeros_like", "operation on an undefined tensor"});

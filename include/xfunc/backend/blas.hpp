@@ -48,15 +48,16 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
 }
 
 // NOTE: [Batched GEMM threads]
-// BLAS (OpenBLAS) threads follow xf::set_num_threads: the kernel sets OpenBLAS's count to the
-// pool's before its GEMMs whenever they differ (cheap to ask; here rather than in
-// backend/parallel.hpp so that only programs that multiply matrices link OpenBLAS). A batch of
-// small products (at most bmm_split_batch_max multiply-adds each) is split over the pool by
-// batch item instead, each item a one-thread GEMM: BLAS's own threads would wake and
-// synchronise once per item. OpenBLAS splits a product over the rows and columns of the result,
-// never over the sum, so each element is the same sum in the same order however the work is
-// split: results do not depend on the thread count (NOTE: [Threads]).
+// Products run on xfunc's pool (xf::set_num_threads), with BLAS (OpenBLAS) held to one thread
+// (set before the GEMMs when it is not: cheap to ask). A batch of small products (at most
+// bmm_split_batch_max multiply-adds each) is split over the pool by batch item, each item a
+// one-thread GEMM (BLAS's own threads would wake and synchronise once per item). A larger product is cut into tiles of the result of a fixed size
+// (gemm_tile_rows x gemm_tile_cols), each a one-thread GEMM over the whole sum, run over the
+// pool: the same BLAS calls are made at every thread count, so results do not depend on it
+// (NOTE: [Threads]). (OpenBLAS's own threads do not promise that: on AMD Zen 4 its
+// multithreaded SGEMM of a transposed operand differs in the last bits from its one-thread one.)
 inline constexpr double bmm_split_batch_max = double(1 << 24);
+inline constexpr std::int64_t gemm_tile_rows = 128, gemm_tile_cols = 512;
 
 /// Sets OpenBLAS's thread count to n if it is not n already.
 inline void set_blas_threads(int n) {
@@ -67,24 +68,12 @@ inline void set_blas_threads(int n) {
 #endif
 }
 
-/// Runs f(i) for i in [0, n_tasks) over the pool like parallel_for, for tasks that call BLAS:
-/// meanwhile BLAS is held to one thread, then gets the pool's count back.
+/// Runs f(i) for i in [0, n_tasks) over the pool like parallel_for, for tasks that call BLAS,
+/// which is held to one thread (NOTE: [Batched GEMM threads]).
 template <class F>
 void parallel_for_blas(std::int64_t n_tasks, std::int64_t work_per_task, F&& f) {
-  if (n_tasks > 1 && n_tasks * work_per_task >= min_parallel_work && !thread_pool::in_task) {
-    thread_pool& pool = thread_pool::instance();
-    if (pool.size() > 1) {
-      struct restore {
-        thread_pool& p;
-        ~restore() { set_blas_threads(p.size()); }
-      } guard{pool};
-      set_blas_threads(1);
-      pool.run(n_tasks, f);
-      return;
-    }
-    set_blas_threads(1);
-  }
-  for (std::int64_t i = 0; i < n_tasks; ++i) f(i);
+  set_blas_threads(1);
+  parallel_for(n_tasks, work_per_task, f);
 }
 
 /// The batch of products a [P, n, k] x b [P, k, m] -> [P, n, m] in dtype dt (strided operands
@@ -121,8 +110,13 @@ tensor batched_matmul(const tensor& a, const tensor& b, dtype dt, const char* op
     if (P > 1 && madds <= bmm_split_batch_max) {
       parallel_for_blas(P, static_cast<std::int64_t>(madds), one);
     } else {
-      if (!thread_pool::in_task) set_blas_threads(thread_pool::instance().size());
-      for (std::int64_t p = 0; p < P; ++p) one(p);
+      const std::int64_t tr = (n + gemm_tile_rows - 1) / gemm_tile_rows, tc = (m + gemm_tile_cols - 1) / gemm_tile_cols;
+      parallel_for_blas(P * tr * tc, gemm_tile_rows * gemm_tile_cols * k, [&](std::int64_t t) {
+        const std::int64_t p = t / (tr * tc), r0 = (t / tc % tr) * gemm_tile_rows, c0 = (t % tc) * gemm_tile_cols;
+        const std::int64_t rows = std::min(gemm_tile_rows, n - r0), cols = std::min(gemm_tile_cols, m - c0);
+        gemm<T>(ta, tb, rows, cols, k, pa + p * sa + (ta ? r0 : r0 * lda), lda, pb + p * sb + (tb ? c0 * ldb : c0), ldb,
+                pc + p * n * m + r0 * m + c0, m);
+      });
     }
   });
   return out;

@@ -31,9 +31,9 @@ namespace detail::backend {
 // (min_parallel_work element-operations) runs on the calling thread with no synchronisation at
 // all, as does work started inside a pool task (no nested parallelism) or while another user
 // thread's job holds the pool (concurrent callers do not queue behind each other). The caller
-// takes part in its own job, so one thread means no worker at all. BLAS (OpenBLAS) gets the same
-// thread count, set by the matrix-product kernel before it calls BLAS (ops/linalg.hpp,
-// NOTE: [Batched GEMM threads]): this header refers to no BLAS symbol, so a program that never
+// takes part in its own job, so one thread means no worker at all. Matrix products run their
+// BLAS calls as tasks of this pool, BLAS itself held to one thread (backend/blas.hpp, NOTE:
+// [Batched GEMM threads]): this header refers to no BLAS symbol, so a program that never
 // multiplies matrices does not link OpenBLAS, whose library starts its own threads when loaded.
 inline constexpr std::int64_t min_parallel_work = 1 << 16;
 

@@ -33,6 +33,8 @@ struct device_backend {
   /// Writes src (broadcast to dst's shape, converted to its dtype, from any device) through the
   /// strides of dst, a dense tensor on the device: the in-place ops' last step; `op` names the op.
   void (*write)(const tensor& dst, const tensor& src, const char* op) = nullptr;
+  /// Waits until the calling thread's work on device d is done; `what` names the call in errors.
+  void (*synchronize)(device d, const char* what) = nullptr;
 };
 
 /// The CUDA backend's table (null in a program built without xfunc::cuda).

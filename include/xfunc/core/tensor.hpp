@@ -146,10 +146,11 @@ struct storage {
              " (the allocator returned no memory); use smaller tensors or free some first");
     }
   }
-  /// `nbytes` at `data`, memory another library owns (a DLPack import): the destructor gives it
-  /// back with `release(release_context)` (NOTE: [Memory shared with other libraries]).
-  storage(std::byte* data, std::size_t nbytes, void (*release)(void*), void* release_context)
-      : data(data), nbytes(nbytes), release(release), release_context(release_context), shared_externally(true) {}
+  /// `nbytes` at `data` on `dev`, memory another library owns (a DLPack import): the destructor
+  /// gives it back with `release(release_context)` (NOTE: [Memory shared with other libraries]).
+  storage(std::byte* data, std::size_t nbytes, void (*release)(void*), void* release_context, xfunc::device dev = cpu)
+      : data(data), nbytes(nbytes), release(release), release_context(release_context), shared_externally(true),
+        dev(dev) {}
   /// `nbytes` of memory on device `dev` (not the cpu), from its backend (NOTE: [Device backends]).
   storage(xfunc::device dev, std::size_t nbytes, const char* fn)
       : data(backend_of(dev, fn).allocate(dev, nbytes)), nbytes(nbytes), dev(dev) {}

@@ -11,13 +11,7 @@
 #include <xfunc/cuda/cublas.hpp>
 #include <xfunc/cuda/kernel_args.hpp>
 #include <xfunc/cuda/runtime.hpp>
-#include <xfunc/ops/comparison.hpp>
-#include <xfunc/ops/indexing.hpp>
-#include <xfunc/ops/linalg.hpp>
-#include <xfunc/ops/nn.hpp>
-#include <xfunc/ops/pointwise.hpp>
-#include <xfunc/ops/reduction.hpp>
-#include <xfunc/ops/view.hpp>
+#include <xfunc/xfunc.hpp>  // every op (their rules call one another); it includes this header last
 
 namespace xfunc::detail::cuda {
 
@@ -43,9 +37,6 @@ inline std::byte* first_byte(const tensor& t) {
   const tensor_impl& p = *t.impl();
   return p.store->data + p.offset * static_cast<std::int64_t>(dtype_size(p.dt));
 }
-
-/// A new contiguous tensor on device d.
-inline tensor empty_on(const shape_t& s, dtype dt, device d, const char* op) { return empty_dense(s, dt, d, op); }
 
 /// The elementwise arguments for writing `out` (any strides: a fresh tensor, or a view written
 /// in place) from `in` broadcast to out's shape. Dims that every operand walks as one are
@@ -94,14 +85,12 @@ inline elementwise_args elementwise_layout(const tensor& out, std::initializer_l
   return a;
 }
 
-/// x converted to dtype dt (itself when it has it), on its device.
-inline tensor as_dtype(const tensor& x, dtype dt) { return x.dtype() == dt ? x : x.to(dt); }
 
 /// out = kernel(in...) elementwise, for a fresh `out` of `shape`.
 inline tensor elementwise(const std::string& kernel, const shape_t& shape, dtype out_dt, std::initializer_list<const tensor*> in,
                           const char* op) {
   const device d = (*in.begin())->device();
-  tensor out = empty_on(shape, out_dt, d, op);
+  tensor out = empty_dense(shape, out_dt, d, op);
   if (out.numel() == 0) return out;
   const device_context c = context_of(d, op);
   launch(c, kernel, out.numel(), elementwise_layout(out, in, op), op);
@@ -115,6 +104,10 @@ inline std::string cast_kernel(dtype from, dtype to) { return str_cat("xf_cast_"
 inline tensor convert(const tensor& x, dtype dt, const char* op) {
   return elementwise(cast_kernel(x.dtype(), dt), x.shape(), dt, {&x}, op);
 }
+/// x converted to dtype dt (itself when it has it). Kernels call the backend's own functions,
+/// never ops: an op called here would be traced by make_fx, and a view would be a copy under
+/// functionalize(remove::mutations_and_views) (NOTE: [Views as copies]).
+inline tensor as_dtype(const tensor& x, dtype dt, const char* op) { return x.dtype() == dt ? x : convert(x, dt, op); }
 
 /// Writes src (broadcast to dst's shape, converted to its dtype) through dst's strides.
 inline void copy_into(const tensor& dst, const tensor& src, const char* op) {
@@ -135,11 +128,14 @@ inline void release(device, std::byte* p) { device_allocator().free(p); }
 
 inline tensor upload(const tensor& host, device d) {
   const tensor src = backend::contiguous_as(host, host.dtype());
-  tensor out = empty_on(host.shape(), host.dtype(), d, "xf::to");
+  tensor out = empty_dense(host.shape(), host.dtype(), d, "xf::to");
   const std::size_t bytes = static_cast<std::size_t>(host.numel()) * dtype_size(host.dtype());
   if (bytes == 0) return out;
   src.impl()->prepare_access();  // (a deferred cpu value is computed first)
-  copy_to_device(context_of(d, "xf::to"), first_byte(out), first_byte(src), bytes, "xf::to");
+  const device_context c = context_of(d, "xf::to");
+  copy_to_device(c, first_byte(out), first_byte(src), bytes, "xf::to");
+  // memory another library owns may be pinned, which the copy reads later: wait for it
+  if (src.impl()->store->shared_externally.load(std::memory_order_acquire)) synchronize(c, "xf::to");
   return out;
 }
 inline tensor download(const tensor& t) {
@@ -155,8 +151,10 @@ inline void fill(const tensor& t, double v) {
   launch(context_of(t.device(), "xf::full"), str_cat("xf_fill_", dtype_tag(t.dtype())), t.numel(), a, "xf::full");
 }
 
+inline void synchronize_thread(device d, const char* what) { synchronize(context_of(d, what), what); }
+
 inline void write(const tensor& dst, const tensor& src, const char* op) {
-  tensor s = src.device() == dst.device() ? src : src.to(dst.device());
+  tensor s = src.device() == dst.device() ? src : upload(src.device() == cpu ? src : download(src), dst.device());
   // a value that shares dst's memory (copy_ from a view of it) is copied out before the write
   if (s.impl()->store == dst.impl()->store) s = convert(s, s.dtype(), op);
   copy_into(dst, s, op);
@@ -168,7 +166,7 @@ template <class D>
 tensor unary_kernel(std::span<const tensor> in, const no_attrs&) {
   const dtype dt = in[0].dtype();
   const dtype c = D::keeps_dtype ? (dt == dtype::boolean ? dtype::int64 : dt) : promote_with_double(dt);
-  const tensor x = as_dtype(in[0], c);
+  const tensor x = as_dtype(in[0], c, D::name);
   return elementwise(kernel_name(D::name, c), x.shape(), c, {&x}, D::name);
 }
 
@@ -178,7 +176,7 @@ tensor binary_kernel(std::span<const tensor> in, const no_attrs&) {
   const dtype out_dt = D::types::bool_out ? dtype::boolean : c;
   const shape_t shape = broadcast_shapes(in[0].shape(), in[1].shape(), D::name);
   check_shape(shape, D::name, dtype_size(out_dt));
-  const tensor a = as_dtype(in[0], c), b = as_dtype(in[1], c);
+  const tensor a = as_dtype(in[0], c, D::name), b = as_dtype(in[1], c, D::name);
   return elementwise(kernel_name(D::name, c), shape, out_dt, {&a, &b}, D::name);
 }
 
@@ -186,7 +184,7 @@ template <class D>
 tensor comparison_kernel(std::span<const tensor> in, const no_attrs&) {
   const dtype c = arithmetic_dtype(in[0].dtype(), in[1].dtype());
   const shape_t shape = broadcast_shapes(in[0].shape(), in[1].shape(), D::name);
-  const tensor a = as_dtype(in[0], c), b = as_dtype(in[1], c);
+  const tensor a = as_dtype(in[0], c, D::name), b = as_dtype(in[1], c, D::name);
   return elementwise(kernel_name(D::name, c), shape, dtype::boolean, {&a, &b}, D::name);
 }
 
@@ -195,7 +193,7 @@ inline tensor where_kernel(std::span<const tensor> in, const no_attrs&) {
   const dtype dt = promote(in[1].dtype(), in[2].dtype());
   const shape_t shape = broadcast_shapes(broadcast_shapes(in[0].shape(), in[1].shape(), name), in[2].shape(), name);
   check_shape(shape, name, dtype_size(dt));
-  const tensor c = as_dtype(in[0], dtype::boolean), a = as_dtype(in[1], dt), b = as_dtype(in[2], dt);
+  const tensor c = as_dtype(in[0], dtype::boolean, name), a = as_dtype(in[1], dt, name), b = as_dtype(in[2], dt, name);
   return elementwise(kernel_name(name, dt), shape, dt, {&c, &a, &b}, name);
 }
 
@@ -210,12 +208,13 @@ inline tensor cat_kernel(std::span<const tensor> in, const cat_op::attrs& a) {
   dtype dt;
   bool is_meta;
   const shape_t shape = cat_op::result(in, a, dt, is_meta);  // (a meta input is refused before this)
-  tensor out = empty_on(shape, dt, in[0].device(), cat_op::name);
+  tensor out = empty_dense(shape, dt, in[0].device(), cat_op::name);
   std::int64_t start = 0;
+  const auto du = static_cast<std::size_t>(a.dim);
+  const shape_t& st = out.impl()->strides;
   for (const tensor& t : in) {
-    const std::int64_t len = t.shape()[static_cast<std::size_t>(a.dim)];
-    copy_into(out.narrow(a.dim, start, len), t, cat_op::name);
-    start += len;
+    copy_into(alias_of(out, t.shape(), st, start * st[du]), t, cat_op::name);  // out's slice for t
+    start += t.shape()[du];
   }
   return out;
 }
@@ -227,7 +226,7 @@ inline tensor reduce(const tensor& x, const reduce_attrs& a, const std::string& 
                      double empty_value = 0.0, std::optional<dtype> out_dt = std::nullopt) {
   check_reduce_dims(x, a.dims);
   const std::int64_t m = reduced_count(x.shape(), a.dims, op);
-  tensor out = empty_on(reduced_shape(x.shape(), a.dims, a.keepdim), out_dt.value_or(x.dtype()), x.device(), op);
+  tensor out = empty_dense(reduced_shape(x.shape(), a.dims, a.keepdim), out_dt.value_or(x.dtype()), x.device(), op);
   if (out.numel() == 0) return out;
   if (m == 0) {
     fill(out, empty_value);
@@ -253,22 +252,22 @@ inline tensor reduce(const tensor& x, const reduce_attrs& a, const std::string& 
 }
 inline tensor sum_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : dtype::int64;
-  return reduce(as_dtype(in[0], dt), a, kernel_name(sum_op::name, dt), sum_op::name);
+  return reduce(as_dtype(in[0], dt, sum_op::name), a, kernel_name(sum_op::name, dt), sum_op::name);
 }
 template <class D>
 tensor extreme_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   check_extreme_dims(in[0], a.dims, D::name);
   const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-  return reduce(as_dtype(in[0], dt), a, kernel_name(D::name, dt), D::name);
+  return reduce(as_dtype(in[0], dt, D::name), a, kernel_name(D::name, dt), D::name);
 }
 inline tensor argmax_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   check_extreme_dims(in[0], a.dims, argmax_op::name);
   const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-  return reduce(as_dtype(in[0], dt), a, kernel_name(argmax_op::name, dt), argmax_op::name, 0.0, dtype::int64);
+  return reduce(as_dtype(in[0], dt, argmax_op::name), a, kernel_name(argmax_op::name, dt), argmax_op::name, 0.0, dtype::int64);
 }
 inline tensor prod_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : dtype::int64;
-  return reduce(as_dtype(in[0], dt), a, kernel_name(prod_op::name, dt), prod_op::name, 1.0);
+  return reduce(as_dtype(in[0], dt, prod_op::name), a, kernel_name(prod_op::name, dt), prod_op::name, 1.0);
 }
 /// norm and logsumexp: floating (integers promoted as a double scalar would); over nothing 0
 /// and -inf.
@@ -276,14 +275,14 @@ template <class D>
 tensor floating_reduce_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   const dtype dt = promote_with_double(in[0].dtype());
   const double empty = std::is_same_v<D, norm_op> ? 0.0 : -std::numeric_limits<double>::infinity();
-  return reduce(as_dtype(in[0], dt), a, kernel_name(D::name, dt), D::name, empty);
+  return reduce(as_dtype(in[0], dt, D::name), a, kernel_name(D::name, dt), D::name, empty);
 }
 
 /// f(x, scalar, scalar2) elementwise by kernel `kernel`, in dtype dt.
 inline tensor unary_with_scalars(const tensor& x, dtype dt, const std::string& kernel, double s1, double s2,
                                  const char* op) {
-  const tensor xc = as_dtype(x, dt);
-  tensor out = empty_on(x.shape(), dt, x.device(), op);
+  const tensor xc = as_dtype(x, dt, op);
+  tensor out = empty_dense(x.shape(), dt, x.device(), op);
   if (out.numel() == 0) return out;
   elementwise_args e = elementwise_layout(out, {&xc}, op);
   e.scalar = s1;
@@ -301,7 +300,7 @@ inline tensor clamp_kernel(std::span<const tensor> in, const clamp_op::attrs& a)
 }
 inline tensor logical_not_kernel(std::span<const tensor> in, const no_attrs&) {
   const dtype c = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-  const tensor x = as_dtype(in[0], c);
+  const tensor x = as_dtype(in[0], c, logical_not_op::name);
   return elementwise(kernel_name(logical_not_op::name, c), x.shape(), dtype::boolean, {&x}, logical_not_op::name);
 }
 
@@ -326,7 +325,7 @@ inline tensor without_stride(const tensor& t, std::int64_t dim) {
 inline tensor gather_along(const tensor& t, std::int64_t dim, const tensor& index, const shape_t& shape, const char* op) {
   const std::int64_t n = t.dim() ? t.size(dim) : 1;
   check_indices(index, dim, n, op);
-  tensor out = empty_on(shape, t.dtype(), t.device(), op);
+  tensor out = empty_dense(shape, t.dtype(), t.device(), op);
   if (out.numel() == 0) return out;
   // t restricted to the index's extents (gather's index may be smaller in the other dims)
   const tensor src = without_stride(t, dim);
@@ -344,12 +343,12 @@ inline tensor gather_kernel(std::span<const tensor> in, const gather_op::attrs& 
   for (std::int64_t d = 0; d < t.dim(); ++d)
     if (d != a.dim && index.size(d) > t.size(d))
       fail("xf::gather: index size ", index.size(d), " exceeds the input's size ", t.size(d), " in dimension ", d);
-  return gather_along(t, a.dim, as_dtype(index, dtype::int64), index.shape(), gather_op::name);
+  return gather_along(t, a.dim, as_dtype(index, dtype::int64, gather_op::name), index.shape(), gather_op::name);
 }
 /// index_select: a gather whose (1-d) index is broadcast along the other dims.
 inline tensor index_select_kernel(std::span<const tensor> in, const index_select_op::attrs& a) {
   constexpr const char* name = index_select_op::name;
-  const tensor &t = in[0], index = as_dtype(in[1], dtype::int64);
+  const tensor &t = in[0], index = as_dtype(in[1], dtype::int64, name);
   shape_t s = t.shape();
   if (!s.empty()) s[static_cast<std::size_t>(a.dim)] = index.numel();
   check_shape(s, name, dtype_size(t.dtype()));
@@ -360,14 +359,14 @@ inline tensor index_select_kernel(std::span<const tensor> in, const index_select
 }
 inline tensor scatter_add_kernel(std::span<const tensor> in, const scatter_add_op::attrs& a) {
   constexpr const char* name = scatter_add_op::name;
-  const tensor &base = in[0], index = as_dtype(in[1], dtype::int64);
+  const tensor &base = in[0], index = as_dtype(in[1], dtype::int64, name);
   const dtype dt = promote(base.dtype(), in[2].dtype());
   tensor out = convert(base, dt, name);  // a fresh buffer, added into
   const std::int64_t n = base.dim() ? base.size(a.dim) : 1;
   check_indices(index, a.dim, n, name);
   if (index.numel() == 0) return out;
   // the source read at the index's positions (its extents may be larger), as dtype dt
-  const tensor src = as_dtype(in[2], dt);
+  const tensor src = as_dtype(in[2], dt, name);
   shape_t sst(index.shape().size(), 0);
   for (std::size_t d = 0; d < sst.size() && d < src.shape().size(); ++d)
     sst[d] = src.shape()[d] == 1 ? 0 : src.impl()->strides[d];
@@ -389,9 +388,9 @@ inline tensor bmm_kernel(std::span<const tensor> in, const no_attrs&) {
   dtype dt = promote(in[0].dtype(), in[1].dtype());
   if (!is_floating(dt))
     fail(name, ": on cuda matrix products need floating tensors (cuBLAS), got ", dt, "; convert with .to(xf::f32)");
-  tensor a = as_dtype(in[0], dt), b = as_dtype(in[1], dt);
+  tensor a = as_dtype(in[0], dt, name), b = as_dtype(in[1], dt, name);
   const long long P = a.size(0), n = a.size(1), k = a.size(2), m = b.size(2);
-  tensor out = empty_on({P, n, m}, dt, a.device(), name);
+  tensor out = empty_dense({P, n, m}, dt, a.device(), name);
   if (out.numel() == 0) return out;
   if (k == 0) {
     fill(out, 0.0);
@@ -440,9 +439,9 @@ inline tensor bmm_kernel(std::span<const tensor> in, const no_attrs&) {
 template <class D>
 tensor normalize_kernel(std::span<const tensor> in, const normalize_attrs& a) {
   const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : promote_with_double(in[0].dtype());
-  tensor x = as_dtype(in[0], dt);
+  tensor x = as_dtype(in[0], dt, D::name);
   if (!backend::is_contiguous_layout(x.shape(), x.impl()->strides)) x = convert(x, dt, D::name);
-  tensor out = empty_on(x.shape(), dt, x.device(), D::name);
+  tensor out = empty_dense(x.shape(), dt, x.device(), D::name);
   if (out.numel() == 0) return out;
   normalize_args n;
   n.A = x.numel();
@@ -466,7 +465,8 @@ void register_comparison() { ((cuda_kernel_of<D> = &comparison_kernel<D>), ...);
 
 /// Fills in the core's table and the ops' cuda kernels (once, at start-up).
 inline bool register_backend() {
-  static const device_backend table{&allocate, &release, &upload, &download, &fill, &write};
+  static const device_backend table{&allocate, &release, &upload,     &download,
+                                    &fill,     &write,   &synchronize_thread};
   cuda_backend_slot() = &table;
   register_unary<neg_op, abs_op, sign_op, relu_op, square_op, exp_op, log_op, sin_op, cos_op, tan_op, tanh_op,
                  sigmoid_op, sqrt_op, rsqrt_op, log1p_op, expm1_op, reciprocal_op, erf_op>();

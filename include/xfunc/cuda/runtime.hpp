@@ -13,7 +13,8 @@
 #include <xfunc/cuda/caching_allocator.hpp>
 #include <xfunc/cuda/driver.hpp>
 
-// The fatbinary of src/cuda/kernels.cu, embedded in the xfunc::cuda library (src/cuda/fatbin.cpp).
+/// The fatbinary of xfunc's CUDA kernels (src/cuda/kernels.cu), embedded in the xfunc::cuda
+/// library (src/cuda/fatbin.cpp) and loaded into each device on first use.
 extern "C" const unsigned char xfunc_cuda_fatbin[];
 
 namespace xfunc::detail::cuda {
@@ -168,14 +169,14 @@ void launch(const device_context& c, const std::string& name, long long n, const
         op);
 }
 
-/// Copies `bytes` from the host to the device (the host buffer must stay valid until the copy
-/// is done: this waits for it).
+/// Copies `bytes` from the host to the device, queued on the context's stream. The host buffer
+/// is pageable memory, which the driver copies to a staging buffer before the call returns
+/// (CUDA's "API synchronization behavior"), so it may be freed right after.
 inline void copy_to_device(const device_context& c, void* dst, const void* src, std::size_t bytes, const char* what) {
   if (bytes == 0) return;
   check(*c.driver,
         c.driver->memcpy_htod_async(static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(dst)), src, bytes, c.stream),
         what);
-  synchronize(c, what);
 }
 /// Copies `bytes` from the device to the host, after the work queued before it.
 inline void copy_to_host(const device_context& c, void* dst, const void* src, std::size_t bytes, const char* what) {

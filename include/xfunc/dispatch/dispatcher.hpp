@@ -98,9 +98,10 @@ tensor view_as_copy(std::span<const tensor> in, const typename Op::attrs& a);
 // a device other than the cpu runs that device's kernel: `cuda_kernel_of<Op>`, set by the CUDA
 // backend (include/xfunc/cuda/ops.hpp; NOTE: [Device backends]). Ops whose kernel never touches
 // data run their one kernel on every device: views (they only make new strides over the same
-// storage) and ops that say `device_generic = true` (xf::to between devices). All tensor arguments must be on that one device,
-// except 0-d cpu tensors, which act as scalars and are moved there. Transforms need nothing
-// more: their rules call ops, which land here with plain tensors on the device.
+// storage) and ops that say `device_generic = true` (xf::to between devices, flip). All tensor
+// arguments must be on that one device, except 0-d cpu tensors, which act as scalars and are
+// moved there. Transforms need nothing more: their rules call ops, which land here with plain
+// tensors on the device.
 
 /// An op's kernel for one device kind.
 template <class Op>
@@ -150,8 +151,8 @@ tensor run_device_kernel(std::span<const tensor> in, const typename Op::attrs& a
            "compute it on the cpu, e.g. with .cpu() on its arguments");
     if (!scalars) return k(in, a);
     tensor_list moved(in.begin(), in.end());
-    for (auto& t : moved)
-      if (t.impl() && t.impl()->dev == cpu) t = t.to(d);
+    for (auto& t : moved)  // (by the backend itself, not an op: make_fx would record one)
+      if (t.impl() && t.impl()->dev == cpu) t = backend_of(d, Op::name).upload(t, d);
     return k(moved, a);
   }
 }

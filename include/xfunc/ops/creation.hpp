@@ -21,14 +21,20 @@ namespace detail {
 
 /// make(dev), a factory's plain result, recorded as one node named `op` while make_fx traces;
 /// the replay calls make again (on the cpu when the trace is shape-only). For a cuda device the
-/// values are made on the cpu and copied (so random numbers are the cpu's, as API.md section 7
-/// requires), unless make fills on the device itself (`on_device`: fills).
+/// values are made on the cpu and copied by the backend (so random numbers are the cpu's, as
+/// API.md section 7 requires), unless make fills on the device itself (`on_device`: fills).
 template <bool on_device = false, class Make>
 tensor factory_node(const char* op, device dev, Make make) {
   if constexpr (!on_device)
-    if (dev.kind == device_kind::cuda) return factory_node<true>(op, dev, [make](device d) { return make(cpu).to(d); });
+    if (dev.kind == device_kind::cuda) {
+      const device_backend* b = &backend_of(dev, op);  // (a build without xfunc::cuda: said in the factory's name)
+      return factory_node<true>(op, dev, [make, b](device d) {
+        return d.kind == device_kind::cuda ? b->upload(make(cpu), d) : make(d);
+      });
+    }
   if (!tls_trace) return make(dev);
-  return tls_trace->record_factory(op, make(dev), [make] { return make(cpu); });
+  const device replay_on = dev == meta ? cpu : dev;
+  return tls_trace->record_factory(op, make(dev), [make, replay_on] { return make(replay_on); });
 }
 
 /// A plain tensor of `shape` filled with v; `fn` (the factory) names the call in errors.

@@ -33,7 +33,7 @@ void write_through(const tensor& self, const tensor& r, const char* name) {
   if (d.dev == meta) return;
   if (r.device() == meta) fail(name, ": cannot write a meta (shape-only) value into a tensor with data");
   if (d.dev.kind == device_kind::cuda) return backend_of(d.dev, name).write(self, r, name);
-  if (r.device() != cpu) return write_through(self, r.to(xfunc::cpu), name);
+  if (r.device() != cpu) return write_through(self, backend_of(r.device(), name).download(r), name);
   // r is read through its own (broadcast) strides, converted on the way (NOTE: [Strided
   // copies]); a value sharing self's storage (copy_ from a view of self) is copied out first.
   tensor src = r;

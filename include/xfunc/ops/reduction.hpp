@@ -4,6 +4,7 @@
 /// from the reduction engine, backend/reduce.hpp and backend/softmax.hpp); mean and var are
 /// written with them (so their rules follow from those of the primitives).
 #include <limits>
+#include <numeric>
 
 #include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/backend/cpu.hpp>

@@ -846,7 +846,7 @@ tensor flip(const tensor& t, const dims_t& dims) {
 
 // This header's ops, precompiled by xfunc::kernels (NOTE: [Precompiled kernels]).
 #define XFUNC_OPS_VIEW(X) X(view_op) X(permute_op) X(expand_op) X(narrow_op) X(select_op) X(diagonal_op) \
-  X(clone_op) X(detach_op) X(to_dtype_op) X(cat_op) X(flip_op)
+  X(clone_op) X(detach_op) X(to_dtype_op) X(to_device_op) X(cat_op) X(flip_op)
 namespace xfunc::detail {
 XFUNC_OPS_VIEW(XFUNC_EXTERN_DISPATCH)
 }  // namespace xfunc::detail
