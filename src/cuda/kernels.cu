@@ -22,16 +22,18 @@ namespace {
 template <class D>
 using element_fn = std::remove_cvref_t<decltype(D::fn)>;
 
-/// Where operand k's element i is (k = out_operand: the output's).
-XFUNC_DEVICE inline long long operand_offset(const elementwise_args& a, int k, long long i) {
-  if (a.contiguous) return i;
+/// The offset of element i (in row-major order of `sizes`) of a strided array.
+XFUNC_DEVICE inline long long strided_offset(long long i, int ndim, const long long* sizes, const long long* strides) {
   long long off = 0;
-  for (int d = a.ndim - 1; d >= 0; --d) {
-    const long long s = a.sizes[d];
-    off += (i % s) * a.strides[k][d];
-    i /= s;
+  for (int d = ndim - 1; d >= 0; --d) {
+    off += (i % sizes[d]) * strides[d];
+    i /= sizes[d];
   }
   return off;
+}
+/// Where operand k's element i is (k = out_operand: the output's).
+XFUNC_DEVICE inline long long operand_offset(const elementwise_args& a, int k, long long i) {
+  return a.contiguous ? i : strided_offset(i, a.ndim, a.sizes, a.strides[k]);
 }
 template <class T>
 XFUNC_DEVICE inline T input(const elementwise_args& a, int k, long long i) {
@@ -117,41 +119,23 @@ XFUNC_DEVICE void scatter_add(const elementwise_args& a) {
 
 /// The input offset of the first element output o reduces, and of the j-th of them.
 XFUNC_DEVICE inline long long kept_offset(const reduce_args& a, long long o) {
-  long long off = 0;
-  for (int d = a.kept_ndim - 1; d >= 0; --d) {
-    off += (o % a.kept_sizes[d]) * a.kept_strides[d];
-    o /= a.kept_sizes[d];
-  }
-  return off;
+  return strided_offset(o, a.kept_ndim, a.kept_sizes, a.kept_strides);
 }
 XFUNC_DEVICE inline long long reduced_offset(const reduce_args& a, long long j) {
-  long long off = 0;
-  for (int d = a.reduced_ndim - 1; d >= 0; --d) {
-    off += (j % a.reduced_sizes[d]) * a.reduced_strides[d];
-    j /= a.reduced_sizes[d];
-  }
-  return off;
+  return strided_offset(j, a.reduced_ndim, a.reduced_sizes, a.reduced_strides);
 }
-/// One thread per output element (no shared memory: NOTE: [Kernels compiled twice]); floating
-/// sums accumulate in double, integer ones in int64.
-template <class T>
-XFUNC_DEVICE void sum(const reduce_args& a) {
+/// A sum (Product = false) or a product, one thread per output element (no shared memory:
+/// NOTE: [Kernels compiled twice]); floating ones accumulate in double, integer ones in int64.
+template <class T, bool Product>
+XFUNC_DEVICE void fold(const reduce_args& a) {
   using A = std::conditional_t<std::is_floating_point_v<T>, double, long long>;
   for (long long o = XFUNC_THREAD_ID; o < a.n_out; o += XFUNC_THREAD_COUNT) {
     const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
-    A acc = 0;
-    for (long long j = 0; j < a.m; ++j) acc += static_cast<A>(p[reduced_offset(a, j)]);
-    static_cast<T*>(a.out)[o] = static_cast<T>(acc);
-  }
-}
-/// The product; floating products accumulate in double, integer ones in int64.
-template <class T>
-XFUNC_DEVICE void prod(const reduce_args& a) {
-  using A = std::conditional_t<std::is_floating_point_v<T>, double, long long>;
-  for (long long o = XFUNC_THREAD_ID; o < a.n_out; o += XFUNC_THREAD_COUNT) {
-    const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
-    A acc = 1;
-    for (long long j = 0; j < a.m; ++j) acc *= static_cast<A>(p[reduced_offset(a, j)]);
+    A acc = Product ? 1 : 0;
+    for (long long j = 0; j < a.m; ++j) {
+      const A x = static_cast<A>(p[reduced_offset(a, j)]);
+      acc = Product ? acc * x : acc + x;
+    }
     static_cast<T*>(a.out)[o] = static_cast<T>(acc);
   }
 }
@@ -311,8 +295,8 @@ XFUNC_PER_DTYPE(fill, fill)
 XFUNC_PER_DTYPE(where, where)
 
 #define XFUNC_REDUCTIONS(dt, T)                                                  \
-  XFUNC_KERNEL(xf_sum_##dt, reduce_args) { sum<T>(a); }                          \
-  XFUNC_KERNEL(xf_prod_##dt, reduce_args) { prod<T>(a); }                        \
+  XFUNC_KERNEL(xf_sum_##dt, reduce_args) { fold<T, false>(a); }                  \
+  XFUNC_KERNEL(xf_prod_##dt, reduce_args) { fold<T, true>(a); }                  \
   XFUNC_KERNEL(xf_amax_##dt, reduce_args) { extreme<T, true>(a); }               \
   XFUNC_KERNEL(xf_amin_##dt, reduce_args) { extreme<T, false>(a); }              \
   XFUNC_KERNEL(xf_argmax_##dt, reduce_args) { argmax<T>(a); }                    \

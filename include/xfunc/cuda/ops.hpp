@@ -338,11 +338,7 @@ inline tensor gather_along(const tensor& t, std::int64_t dim, const tensor& inde
 }
 inline tensor gather_kernel(std::span<const tensor> in, const gather_op::attrs& a) {
   const tensor &t = in[0], &index = in[1];
-  if (index.dim() != t.dim())
-    fail("xf::gather: index must have as many dimensions as the input (", t.dim(), "), got ", index.dim());
-  for (std::int64_t d = 0; d < t.dim(); ++d)
-    if (d != a.dim && index.size(d) > t.size(d))
-      fail("xf::gather: index size ", index.size(d), " exceeds the input's size ", t.size(d), " in dimension ", d);
+  gather_op::check(t, index, a);
   return gather_along(t, a.dim, as_dtype(index, dtype::int64, gather_op::name), index.shape(), gather_op::name);
 }
 /// index_select: a gather whose (1-d) index is broadcast along the other dims.
@@ -422,15 +418,14 @@ inline tensor bmm_kernel(std::span<const tensor> in, const no_attrs&) {
     const T* pa = a.impl()->device_data<T>();
     const T* pb = b.impl()->device_data<T>();
     T* pc = out.impl()->device_data<T>();
-    const auto mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
-    if constexpr (std::is_same_v<T, float>)
-      check_cublas(cublas().sgemm_strided_batched(h, op_b, op_a, mi, ni, ki, &one, pb, static_cast<int>(lb.ld), sb, pa,
-                                                  static_cast<int>(la.ld), sa, &zero, pc, mi, n * m, static_cast<int>(P)),
+    const auto gemm = [&](auto strided_batched) {
+      check_cublas(strided_batched(h, op_b, op_a, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), &one,
+                                   pb, static_cast<int>(lb.ld), sb, pa, static_cast<int>(la.ld), sa, &zero, pc,
+                                   static_cast<int>(m), n * m, static_cast<int>(P)),
                    name);
-    else
-      check_cublas(cublas().dgemm_strided_batched(h, op_b, op_a, mi, ni, ki, &one, pb, static_cast<int>(lb.ld), sb, pa,
-                                                  static_cast<int>(la.ld), sa, &zero, pc, mi, n * m, static_cast<int>(P)),
-                   name);
+    };
+    if constexpr (std::is_same_v<T, float>) gemm(cublas().sgemm_strided_batched);
+    else gemm(cublas().dgemm_strided_batched);
   });
   return out;
 }

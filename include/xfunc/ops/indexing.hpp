@@ -26,13 +26,17 @@ struct gather_op_t {
   struct attrs {
     std::int64_t dim;
   };
-  static tensor kernel(std::span<const tensor> in, const attrs& a) {
-    const tensor &t = in[0], &index = in[1];
+  /// The index's shape against the input's (every device's kernel checks it first).
+  static void check(const tensor& t, const tensor& index, const attrs& a) {
     if (index.dim() != t.dim())
       fail("xf::gather: index must have as many dimensions as the input (", t.dim(), "), got ", index.dim());
     for (std::int64_t d = 0; d < t.dim(); ++d)
       if (d != a.dim && index.size(d) > t.size(d))
         fail("xf::gather: index size ", index.size(d), " exceeds the input's size ", t.size(d), " in dimension ", d);
+  }
+  static tensor kernel(std::span<const tensor> in, const attrs& a) {
+    const tensor &t = in[0], &index = in[1];
+    check(t, index, a);
     if (t.device() == meta || index.device() == meta) return backend::meta_like(index.shape(), t.dtype());
     return backend::gather(t, a.dim, index, name);
   }
