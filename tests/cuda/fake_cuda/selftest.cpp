@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "selftest_args.hpp"
 #include <limits>
 #include <thread>
 #include <type_traits>
@@ -24,18 +26,8 @@ extern "C" long long xfunc_fake_cuda_bytes_in_use();
 
 namespace {
 
-// selftest_kernels.cpp has the same argument structs.
-struct axpy_args {
-  long long n;
-  float a;
-  const float* x;
-  float* y;
-};
-struct ids_args {
-  long long n;
-  long long* runs;
-  long long* count;
-};
+using fake_cuda_selftest::axpy_args;
+using fake_cuda_selftest::ids_args;
 
 // Every name xfunc may look up, as exported.
 #define XF_FAKE_FUNCTIONS(X)   \

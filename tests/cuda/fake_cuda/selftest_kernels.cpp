@@ -2,18 +2,10 @@
 // and compiled only into the self-test's build of the fake driver.
 #include "cuda/kernel_support.hpp"
 
-// selftest.cpp has the same argument structs.
-struct axpy_args {
-  long long n;
-  float a;
-  const float* x;
-  float* y;
-};
-struct ids_args {
-  long long n;
-  long long* runs;   // how many emulated threads had each id
-  long long* count;  // the thread count each one saw (the last one's)
-};
+#include "selftest_args.hpp"
+
+using fake_cuda_selftest::axpy_args;
+using fake_cuda_selftest::ids_args;
 
 // y += a * x
 XFUNC_KERNEL(xf_test_axpy, axpy_args) {
