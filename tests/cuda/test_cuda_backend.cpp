@@ -265,6 +265,14 @@ TEST_CASE("cuda errors: devices, missing kernels, bad indices", "[cuda]") {
   CHECK_THROWS_WITH(g + xf::ones({2, 3}, xf::f32, xf::meta), Contains("different devices"));
   CHECK_THROWS_WITH(xf::detail::call<cpu_only_op>({}, g), Contains("xftest::cpu_only") && Contains("has no cuda kernel yet"));
   CHECK(xf::equal(xf::detail::call<cpu_only_op>({}, xf::ones({2})), xf::ones({2})));
+  {  // a kernel the module lacks (an op asking for a dtype its kernels were not built for)
+    namespace xc = xf::detail::cuda;
+    const xc::device_context c = xc::context_for(0, "xftest::missing");
+    CHECK_THROWS_WITH(xc::launch(c, "xf_no_such_kernel_f32", 4, xc::elementwise_args{}, "xftest::missing"),
+                      Contains("xftest::missing") && Contains("has no kernel xf_no_such_kernel_f32") &&
+                          Contains("does not support these dtypes on cuda"));
+    CHECK(xf::equal((g + 1.0).cpu(), xf::full({2, 3}, 2.0, xf::f32)));  // and the module still works
+  }
   CHECK_THROWS_WITH(xf::ones({2}, xf::f32, xf::device{xf::device_kind::cuda, 7}),
                     Contains("cuda:7 does not exist"));
   CHECK_THROWS_WITH(xf::matmul(xf::ones({2, 2}, xf::i64, xf::cuda), xf::ones({2, 2}, xf::i64, xf::cuda)),

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -121,4 +122,19 @@ TEST_CASE("the conformance table on cuda", "[cuda]") {
   for (const auto& n : missing) listing += "    \"" + n + "\",  // " + why[n] + "\n";
   INFO("rows without cuda kernels:\n" << listing);
   CHECK(missing == not_on_cuda_yet);
+}
+
+// xf::to between devices is an op like the others, but its rows cannot join the table above (whose
+// inputs go to cuda first): these take cpu inputs and return to the cpu, so the table's own
+// checks (tests/ops/conformance.cpp: the forward, gradcheck, the compositions, vmap against a loop,
+// make_fx) run on them unchanged, with both transfers and the work between them inside.
+TEST_CASE("xf::to between the cpu and cuda passes the conformance checks", "[cuda]") {
+  REQUIRE(xf::cuda_is_available());
+  const auto identity = [](const tensors& in) { return in[0]; };
+  conformance::check_row({"to(cuda), then to(cpu)", {conformance::sample({3, 4})},
+                          [](const tensors& in) { return in[0].cuda().cpu(); }, identity});
+  conformance::check_row({"to(cuda), exp and mul there, then to(cpu)",
+                          {conformance::sample({3, 4}), conformance::sample({4}, -0.5, 0.5, 2)},
+                          [](const tensors& in) { return (xf::exp(in[0].cuda()) * in[1].cuda()).cpu(); },
+                          conformance::ref_binary([](double a, double b) { return std::exp(a) * b; })});
 }

@@ -43,6 +43,9 @@ struct op_row {
 std::vector<op_row>& rows();
 /// Registers rows at static-initialisation time: `static const bool r = conformance::add({...});`
 bool add(std::vector<op_row> rs);
+/// Runs every check of the table on one row, each in its own Catch2 section (tests/cuda runs rows
+/// that move data between devices through it, outside the table).
+void check_row(const op_row& r);
 
 /// Reference for pointwise ops: applies a scalar function elementwise (xtensor broadcasting).
 op_fn ref_unary(std::function<double(double)> f);

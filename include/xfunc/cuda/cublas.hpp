@@ -5,7 +5,6 @@
 #include <cublas_api.h>  // types and constants only
 
 #include <climits>
-#include <cstdlib>
 #include <mutex>
 #include <string>
 
@@ -30,25 +29,19 @@ struct cublas_api {
 inline const cublas_api& cublas() {
   static const cublas_api api = [] {
     cublas_api c;
-    const char* env = std::getenv("XFUNC_CUBLAS_LIBRARY");
-    if (env && *env) c.library = shared_library({std::string(env)});
-    else
-      c.library = shared_library({std::string("libcublas.so.13")
-#ifdef XFUNC_CUDA_LIBRARY_DIR
-                                  , std::string(XFUNC_CUDA_LIBRARY_DIR "/libcublas.so.13")
-#endif
-      });
+    c.library = shared_library(library_candidates("XFUNC_CUBLAS_LIBRARY", {"libcublas.so.13"}));
     if (!c.library) {
       c.why_not = "cuBLAS (libcublas.so.13) cannot be loaded: " + c.library.why_not() +
                   "; install the CUDA toolkit's cuBLAS or set XFUNC_CUBLAS_LIBRARY";
       return c;
     }
-    c.create = c.library.symbol<decltype(c.create)>("cublasCreate_v2");
-    c.set_stream = c.library.symbol<decltype(c.set_stream)>("cublasSetStream_v2");
-    c.sgemm_strided_batched = c.library.symbol<decltype(c.sgemm_strided_batched)>("cublasSgemmStridedBatched");
-    c.dgemm_strided_batched = c.library.symbol<decltype(c.dgemm_strided_batched)>("cublasDgemmStridedBatched");
-    if (!c.create || !c.set_stream || !c.sgemm_strided_batched || !c.dgemm_strided_batched)
-      c.why_not = c.library.name() + " lacks functions of cuBLAS xfunc calls; use cuBLAS 13 or later";
+    c.library.bind(c.create, "cublasCreate_v2");
+    c.library.bind(c.set_stream, "cublasSetStream_v2");
+    c.library.bind(c.sgemm_strided_batched, "cublasSgemmStridedBatched");
+    c.library.bind(c.dgemm_strided_batched, "cublasDgemmStridedBatched");
+    if (!c.library.missing_symbols().empty())
+      c.why_not = c.library.name() + " lacks functions of cuBLAS xfunc calls (" + c.library.missing_symbols() +
+                  "); use cuBLAS 13 or later";
     return c;
   }();
   return api;

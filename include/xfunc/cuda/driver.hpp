@@ -3,8 +3,8 @@
 /// The CUDA driver API, loaded on first use (NOTE: [Lazy CUDA libraries]).
 #include <cuda.h>  // types and constants only: every function is called through a loaded pointer
 
-#include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <xfunc/core/device.hpp>
 #include <xfunc/core/error.hpp>
@@ -71,7 +71,7 @@ inline std::string result_text(const driver_api& d, CUresult r) {
 }
 
 /// Loads a driver from `candidates` and asks it for its devices; never throws.
-inline driver_api load_driver(std::initializer_list<std::string> candidates) {
+inline driver_api load_driver(const std::vector<std::string>& candidates) {
   driver_api d;
   d.library = shared_library(candidates);
   if (!d.library) {
@@ -79,37 +79,33 @@ inline driver_api load_driver(std::initializer_list<std::string> candidates) {
                 "; install the NVIDIA driver, or use the cpu";
     return d;
   }
-  const shared_library& l = d.library;
+  shared_library& l = d.library;
   // cuda.h maps the unversioned names to their current versions (cuMemAlloc -> cuMemAlloc_v2):
   // look up the versioned symbols it declares
-  d.init = l.symbol<decltype(d.init)>("cuInit");
-  d.driver_get_version = l.symbol<decltype(d.driver_get_version)>("cuDriverGetVersion");
-  d.device_get_count = l.symbol<decltype(d.device_get_count)>("cuDeviceGetCount");
-  d.device_get = l.symbol<decltype(d.device_get)>("cuDeviceGet");
-  d.device_get_attribute = l.symbol<decltype(d.device_get_attribute)>("cuDeviceGetAttribute");
-  d.primary_ctx_retain = l.symbol<decltype(d.primary_ctx_retain)>("cuDevicePrimaryCtxRetain");
-  d.ctx_set_current = l.symbol<decltype(d.ctx_set_current)>("cuCtxSetCurrent");
-  d.ctx_synchronize = l.symbol<decltype(d.ctx_synchronize)>("cuCtxSynchronize");
-  d.get_error_name = l.symbol<decltype(d.get_error_name)>("cuGetErrorName");
-  d.get_error_string = l.symbol<decltype(d.get_error_string)>("cuGetErrorString");
-  d.module_load_data = l.symbol<decltype(d.module_load_data)>("cuModuleLoadData");
-  d.module_get_function = l.symbol<decltype(d.module_get_function)>("cuModuleGetFunction");
-  d.launch_kernel = l.symbol<decltype(d.launch_kernel)>("cuLaunchKernel");
-  d.mem_alloc = l.symbol<decltype(d.mem_alloc)>("cuMemAlloc_v2");
-  d.mem_free = l.symbol<decltype(d.mem_free)>("cuMemFree_v2");
-  d.memcpy_htod = l.symbol<decltype(d.memcpy_htod)>("cuMemcpyHtoD_v2");
-  d.memcpy_dtoh = l.symbol<decltype(d.memcpy_dtoh)>("cuMemcpyDtoH_v2");
-  d.memcpy_htod_async = l.symbol<decltype(d.memcpy_htod_async)>("cuMemcpyHtoDAsync_v2");
-  d.memcpy_dtoh_async = l.symbol<decltype(d.memcpy_dtoh_async)>("cuMemcpyDtoHAsync_v2");
-  d.stream_create = l.symbol<decltype(d.stream_create)>("cuStreamCreate");
-  d.stream_synchronize = l.symbol<decltype(d.stream_synchronize)>("cuStreamSynchronize");
-  const bool complete = d.init && d.driver_get_version && d.device_get_count && d.device_get && d.device_get_attribute &&
-                        d.primary_ctx_retain && d.ctx_set_current && d.ctx_synchronize && d.module_load_data &&
-                        d.module_get_function && d.launch_kernel && d.mem_alloc && d.mem_free && d.memcpy_htod &&
-                        d.memcpy_dtoh && d.memcpy_htod_async && d.memcpy_dtoh_async && d.stream_create &&
-                        d.stream_synchronize;
-  if (!complete) {
-    d.why_not = "the NVIDIA driver library " + l.name() + " lacks functions of the CUDA driver API; update the driver";
+  l.bind(d.init, "cuInit");
+  l.bind(d.driver_get_version, "cuDriverGetVersion");
+  l.bind(d.device_get_count, "cuDeviceGetCount");
+  l.bind(d.device_get, "cuDeviceGet");
+  l.bind(d.device_get_attribute, "cuDeviceGetAttribute");
+  l.bind(d.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
+  l.bind(d.ctx_set_current, "cuCtxSetCurrent");
+  l.bind(d.ctx_synchronize, "cuCtxSynchronize");
+  l.bind(d.get_error_name, "cuGetErrorName");
+  l.bind(d.get_error_string, "cuGetErrorString");
+  l.bind(d.module_load_data, "cuModuleLoadData");
+  l.bind(d.module_get_function, "cuModuleGetFunction");
+  l.bind(d.launch_kernel, "cuLaunchKernel");
+  l.bind(d.mem_alloc, "cuMemAlloc_v2");
+  l.bind(d.mem_free, "cuMemFree_v2");
+  l.bind(d.memcpy_htod, "cuMemcpyHtoD_v2");
+  l.bind(d.memcpy_dtoh, "cuMemcpyDtoH_v2");
+  l.bind(d.memcpy_htod_async, "cuMemcpyHtoDAsync_v2");
+  l.bind(d.memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2");
+  l.bind(d.stream_create, "cuStreamCreate");
+  l.bind(d.stream_synchronize, "cuStreamSynchronize");
+  if (!l.missing_symbols().empty()) {
+    d.why_not = "the NVIDIA driver library " + l.name() + " lacks functions of the CUDA driver API (" +
+                l.missing_symbols() + "); update the driver";
     return d;
   }
   if (const CUresult r = d.init(0); r != CUDA_SUCCESS) {
@@ -128,15 +124,10 @@ inline driver_api load_driver(std::initializer_list<std::string> candidates) {
   return d;
 }
 
-/// The candidates for the driver library: $XFUNC_CUDA_DRIVER if set, else the loader's libcuda.so.1.
-inline std::string driver_library_name() {
-  const char* env = std::getenv("XFUNC_CUDA_DRIVER");
-  return env && *env ? std::string(env) : std::string("libcuda.so.1");
-}
-
-/// The process's driver, loaded on first use (thread-safe).
+/// The process's driver, loaded on first use (thread-safe): $XFUNC_CUDA_DRIVER if set, else the
+/// loader's libcuda.so.1.
 inline const driver_api& driver() {
-  static const driver_api d = load_driver({driver_library_name()});
+  static const driver_api d = load_driver(library_candidates("XFUNC_CUDA_DRIVER", {"libcuda.so.1"}, ships_with::driver));
   return d;
 }
 

@@ -22,9 +22,6 @@
 #include <xfunc/core/error.hpp>
 #include <xfunc/cuda/shared_library.hpp>
 
-#ifndef XFUNC_CUDA_LIBRARY_DIR
-#define XFUNC_CUDA_LIBRARY_DIR ""  // the toolkit's library directory, set by the xfunc::cuda target
-#endif
 
 namespace xfunc::detail::cuda {
 
@@ -45,7 +42,7 @@ struct nvrtc_api {
 };
 
 /// Loads NVRTC from `candidates`; never throws.
-inline nvrtc_api load_nvrtc(std::initializer_list<std::string> candidates) {
+inline nvrtc_api load_nvrtc(const std::vector<std::string>& candidates) {
   nvrtc_api n;
   n.library = shared_library(candidates);
   if (!n.library) {
@@ -53,19 +50,18 @@ inline nvrtc_api load_nvrtc(std::initializer_list<std::string> candidates) {
                 "; install the CUDA toolkit, or set XFUNC_NVRTC_LIBRARY to its libnvrtc.so";
     return n;
   }
-  const shared_library& l = n.library;
-  n.version = l.symbol<decltype(n.version)>("nvrtcVersion");
-  n.create_program = l.symbol<decltype(n.create_program)>("nvrtcCreateProgram");
-  n.destroy_program = l.symbol<decltype(n.destroy_program)>("nvrtcDestroyProgram");
-  n.compile_program = l.symbol<decltype(n.compile_program)>("nvrtcCompileProgram");
-  n.get_log_size = l.symbol<decltype(n.get_log_size)>("nvrtcGetProgramLogSize");
-  n.get_log = l.symbol<decltype(n.get_log)>("nvrtcGetProgramLog");
-  n.get_cubin_size = l.symbol<decltype(n.get_cubin_size)>("nvrtcGetCUBINSize");
-  n.get_cubin = l.symbol<decltype(n.get_cubin)>("nvrtcGetCUBIN");
-  n.get_error_string = l.symbol<decltype(n.get_error_string)>("nvrtcGetErrorString");
-  if (!(n.version && n.create_program && n.destroy_program && n.compile_program && n.get_log_size && n.get_log &&
-        n.get_cubin_size && n.get_cubin && n.get_error_string)) {
-    n.why_not = l.name() + " lacks functions of NVRTC (it needs CUDA 11.1 or later)";
+  shared_library& l = n.library;
+  l.bind(n.version, "nvrtcVersion");
+  l.bind(n.create_program, "nvrtcCreateProgram");
+  l.bind(n.destroy_program, "nvrtcDestroyProgram");
+  l.bind(n.compile_program, "nvrtcCompileProgram");
+  l.bind(n.get_log_size, "nvrtcGetProgramLogSize");
+  l.bind(n.get_log, "nvrtcGetProgramLog");
+  l.bind(n.get_cubin_size, "nvrtcGetCUBINSize");
+  l.bind(n.get_cubin, "nvrtcGetCUBIN");
+  l.bind(n.get_error_string, "nvrtcGetErrorString");
+  if (!l.missing_symbols().empty()) {
+    n.why_not = l.name() + " lacks functions of NVRTC (" + l.missing_symbols() + "; it needs CUDA 11.1 or later)";
     return n;
   }
   n.version(&n.major, &n.minor);
@@ -75,13 +71,8 @@ inline nvrtc_api load_nvrtc(std::initializer_list<std::string> candidates) {
 /// The process's NVRTC, loaded on first use: $XFUNC_NVRTC_LIBRARY if set, else the loader's
 /// libnvrtc.so.13 / .12 / libnvrtc.so, else the one in the toolkit xfunc::cuda was configured with.
 inline const nvrtc_api& nvrtc() {
-  static const nvrtc_api n = [] {
-    const char* env = std::getenv("XFUNC_NVRTC_LIBRARY");
-    if (env && *env) return load_nvrtc({std::string(env)});
-    const std::string dir = XFUNC_CUDA_LIBRARY_DIR;
-    return load_nvrtc({"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so",
-                       dir.empty() ? std::string() : dir + "/libnvrtc.so"});
-  }();
+  static const nvrtc_api n =
+      load_nvrtc(library_candidates("XFUNC_NVRTC_LIBRARY", {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}));
   return n;
 }
 

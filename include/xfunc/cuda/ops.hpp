@@ -3,6 +3,7 @@
 /// The CUDA backend behind the dispatcher: device memory and copies for the core (NOTE: [Device
 /// backends]) and the cuda kernels of the ops (NOTE: [Device dispatch]). Included by xfunc.hpp
 /// when the program is built with xfunc::cuda (XFUNC_WITH_CUDA); registers itself at start-up.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -39,52 +40,55 @@ inline std::byte* first_byte(const tensor& t) {
 }
 
 /// The elementwise arguments for writing `out` (any strides: a fresh tensor, or a view written
-/// in place) from `in` broadcast to out's shape. Dims that every operand walks as one are
-/// merged, so that most launches index few dims.
+/// in place) from `in` broadcast to out's shape. Dims of size 1 are dropped and dims that every
+/// operand walks as one are merged, so that most launches index few dims.
 inline elementwise_args elementwise_layout(const tensor& out, std::initializer_list<const tensor*> in, const char* op) {
   elementwise_args a;
   a.n = out.numel();
   a.out = first_byte(out);
   const shape_t& shape = out.shape();
-  const std::size_t nd = shape.size();
-  // the strides of each operand against out's dims (0 where an input is broadcast); out last
-  std::vector<std::vector<long long>> st;
+  const std::int64_t nd = static_cast<std::int64_t>(shape.size());
+  const int n_in = static_cast<int>(in.size());
   bool contiguous = backend::is_contiguous_layout(shape, out.impl()->strides);
-  std::size_t i = 0;
+  int k = 0;
   for (const tensor* t : in) {
+    a.in[k++] = first_byte(*t);
     const tensor_impl& p = *t->impl();
-    a.in[i++] = first_byte(*t);
-    std::vector<long long> s(nd, 0);
-    const std::size_t lead = nd - p.shape.size();
-    for (std::size_t d = 0; d < p.shape.size(); ++d) s[lead + d] = p.shape[d] == 1 ? 0 : p.strides[d];
-    st.push_back(std::move(s));
     contiguous = contiguous && p.shape == shape && backend::is_contiguous_layout(p.shape, p.strides);
   }
-  st.emplace_back(out.impl()->strides.begin(), out.impl()->strides.end());
   a.contiguous = contiguous ? 1 : 0;
   if (contiguous) return a;
-  // merge dim d-1 into d where every operand steps through d-1 as a run of d's
-  std::vector<long long> sizes(shape.begin(), shape.end());
-  for (std::size_t d = nd; d-- > 1;) {
-    bool merge = true;
-    for (const auto& s : st) merge = merge && s[d - 1] == s[d] * sizes[d];
-    if (!merge) continue;
-    sizes[d] *= sizes[d - 1];
-    sizes.erase(sizes.begin() + static_cast<std::ptrdiff_t>(d - 1));
-    for (auto& s : st) s.erase(s.begin() + static_cast<std::ptrdiff_t>(d - 1));
+  // operand k's stride along out's dim d (0 where an input is broadcast); k == n_in is out
+  const auto stride_of = [&](int k, std::int64_t d) -> long long {
+    const tensor_impl& p = k == n_in ? *out.impl() : *in.begin()[k]->impl();
+    const std::int64_t pd = d - (nd - static_cast<std::int64_t>(p.shape.size()));
+    return pd < 0 || p.shape[static_cast<std::size_t>(pd)] == 1 ? 0 : p.strides[static_cast<std::size_t>(pd)];
+  };
+  const auto slot = [&](int k) { return k == n_in ? out_operand : k; };
+  // from the innermost dim out, filled innermost first, then reversed into row-major order
+  int m = 0;
+  for (std::int64_t d = nd; d-- > 0;) {
+    const long long size = shape[static_cast<std::size_t>(d)];
+    if (size == 1) continue;
+    bool merge = m > 0;  // dim d steps through every operand as a run of the dim merged last
+    for (int k = 0; merge && k <= n_in; ++k)
+      merge = stride_of(k, d) == a.strides[slot(k)][m - 1] * a.sizes[m - 1];
+    if (merge) {
+      a.sizes[m - 1] *= size;
+      continue;
+    }
+    if (m == max_kernel_dims)
+      fail(op, ": on cuda an operand may have at most ", max_kernel_dims,
+           " dims that cannot be merged; make it contiguous first (.contiguous())");
+    a.sizes[m] = size;
+    for (int k = 0; k <= n_in; ++k) a.strides[slot(k)][m] = stride_of(k, d);
+    ++m;
   }
-  if (sizes.size() > static_cast<std::size_t>(max_kernel_dims))
-    fail(op, ": on cuda an operand may have at most ", max_kernel_dims, " dims that cannot be merged, got ", sizes.size(),
-         "; make it contiguous first (.contiguous())");
-  a.ndim = static_cast<int>(sizes.size());
-  for (std::size_t d = 0; d < sizes.size(); ++d) {
-    a.sizes[d] = sizes[d];
-    for (std::size_t j = 0; j + 1 < st.size(); ++j) a.strides[j][d] = st[j][d];
-    a.strides[out_operand][d] = st.back()[d];
-  }
+  a.ndim = m;
+  std::reverse(a.sizes, a.sizes + m);
+  for (auto& s : a.strides) std::reverse(s, s + m);
   return a;
 }
-
 
 /// out = kernel(in...) elementwise, for a fresh `out` of `shape`.
 inline tensor elementwise(const std::string& kernel, const shape_t& shape, dtype out_dt, std::initializer_list<const tensor*> in,

@@ -346,11 +346,13 @@ tensor functional_rule(const layer_ptr& L, std::span<const tensor> in, const typ
 }
 
 /// The highest layer among the arguments' wrappers (null if all are plain), found in one pass
-/// that also says whether any wrapper is dead (an escaped tensor, to be stripped first).
+/// that also says whether any wrapper is dead (an escaped tensor, to be stripped first) and
+/// whether a plain argument lives on a device (the zero-layer path then runs its kernel).
 struct top_layer_t {
   const layer_ptr* layer = nullptr;
   bool any_dead = false;
   bool any_undefined = false;  // an argument is a default-constructed tensor (an error)
+  bool any_on_device = false;  // NOTE: [Device dispatch]
 };
 inline top_layer_t find_top_layer(std::span<const tensor> in) {
   top_layer_t top;
@@ -361,7 +363,10 @@ inline top_layer_t find_top_layer(std::span<const tensor> in) {
       top.any_undefined = true;
       continue;
     }
-    if (p->is_dense()) continue;
+    if (p->is_dense()) {
+      top.any_on_device |= p->dev.kind == device_kind::cuda;
+      continue;
+    }
     if (!p->is_live_wrapper()) [[unlikely]] {
       top.any_dead = true;
       continue;
@@ -384,7 +389,7 @@ inline const layer_ptr* top_layer_of(std::span<const tensor> in) { return find_t
 // which lands on the layers below.
 template <class Op>
 tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
-  const auto [top, any_dead, any_undefined] = find_top_layer(in);
+  const auto [top, any_dead, any_undefined, on_device] = find_top_layer(in);
   if (any_undefined) [[unlikely]] fail_undefined(Op::name);
   if (any_dead) [[unlikely]] {
     tensor_list stripped(in.begin(), in.end());
@@ -395,7 +400,8 @@ tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
     if constexpr (is_view_op<Op>())
       if (tls_views_as_copies) [[unlikely]] return view_as_copy<Op>(in, a);
     if (tls_trace) return tls_trace->record<Op>(in, a);
-    return run_kernel<Op>(in, a);
+    if (on_device) [[unlikely]] return run_device_kernel<Op>(in, a);
+    return Op::kernel(in, a);
   }
   const layer_ptr& L = *top;  // a live layer: its transform call is running
   switch (L->kind) {

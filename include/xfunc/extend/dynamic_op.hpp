@@ -604,8 +604,9 @@ tensor_list dyn_bottom(const dyn_call_ptr& c, std::span<const tensor> in) {
 template <int D>
 tensor_list dispatch_dyn(const dyn_call_ptr& c, std::span<const tensor> in) {
   // (undefined tensors are the empty optionals of Tensor? parameters here; custom_op checks the rest)
-  const auto [top, any_dead, any_undefined] = find_top_layer(in);
+  const auto [top, any_dead, any_undefined, on_device] = find_top_layer(in);
   (void)any_undefined;
+  (void)on_device;  // custom ops run their own C++ on whatever device their arguments are
   if (any_dead) {
     tensor_list stripped(in.begin(), in.end());
     for (auto& t : stripped) t = strip_dead(t);
