@@ -122,34 +122,68 @@ XFUNC_DEVICE inline long long kept_offset(const reduce_args& a, long long o) {
   return strided_offset(o, a.kept_ndim, a.kept_sizes, a.kept_strides);
 }
 XFUNC_DEVICE inline long long reduced_offset(const reduce_args& a, long long j) {
+  if (a.reduced_ndim == 1) return j * a.reduced_strides[0];  // the common case: no division
   return strided_offset(j, a.reduced_ndim, a.reduced_sizes, a.reduced_strides);
 }
-/// A sum (Product = false) or a product, one thread per output element (no shared memory:
-/// NOTE: [Kernels compiled twice]); floating ones accumulate in double, integer ones in int64.
-template <class T, bool Product>
-XFUNC_DEVICE void fold(const reduce_args& a) {
-  using A = std::conditional_t<std::is_floating_point_v<T>, double, long long>;
-  for (long long o = XFUNC_THREAD_ID; o < a.n_out; o += XFUNC_THREAD_COUNT) {
-    const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
-    A acc = Product ? 1 : 0;
-    for (long long j = 0; j < a.m; ++j) {
-      const A x = static_cast<A>(p[reduced_offset(a, j)]);
-      acc = Product ? acc * x : acc + x;
-    }
-    static_cast<T*>(a.out)[o] = static_cast<T>(acc);
-  }
-}
-/// The 2-norm, sqrt of the sum of squares (in double).
+
+// The folds that split (NOTE: [Split reductions] in include/xfunc/cuda/kernel_args.hpp): how an
+// element enters the accumulator (lift), how two accumulators combine, and the result from the
+// last one. Floating sums accumulate in double, integer ones in int64.
 template <class T>
-XFUNC_DEVICE void norm(const reduce_args& a) {
-  for (long long o = XFUNC_THREAD_ID; o < a.n_out; o += XFUNC_THREAD_COUNT) {
-    const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
-    double acc = 0;
-    for (long long j = 0; j < a.m; ++j) {
-      const double x = static_cast<double>(p[reduced_offset(a, j)]);
-      acc += x * x;
+using sum_acc = std::conditional_t<std::is_floating_point_v<T>, double, long long>;
+template <class T>
+struct sum_fold {
+  using A = sum_acc<T>;
+  XFUNC_DEVICE static A lift(T x) { return static_cast<A>(x); }
+  XFUNC_DEVICE static A combine(A a, A b) { return a + b; }
+  XFUNC_DEVICE static T finish(A a) { return static_cast<T>(a); }
+};
+template <class T>
+struct prod_fold {
+  using A = sum_acc<T>;
+  XFUNC_DEVICE static A lift(T x) { return static_cast<A>(x); }
+  XFUNC_DEVICE static A combine(A a, A b) { return a * b; }
+  XFUNC_DEVICE static T finish(A a) { return static_cast<T>(a); }
+};
+/// The 2-norm: sqrt of the sum of squares, in double.
+template <class T>
+struct norm_fold {
+  using A = double;
+  XFUNC_DEVICE static A lift(T x) { return static_cast<double>(x) * static_cast<double>(x); }
+  XFUNC_DEVICE static A combine(A a, A b) { return a + b; }
+  XFUNC_DEVICE static T finish(A a) { return static_cast<T>(xfunc::detail::element::sqrt(a)); }
+};
+/// The largest (Max) or smallest element; a NaN wins (as on the cpu and in torch).
+template <class T, bool Max>
+struct extreme_fold {
+  using A = T;
+  XFUNC_DEVICE static A lift(T x) { return x; }
+  XFUNC_DEVICE static A combine(A a, A b) { return a != a ? a : (Max ? b > a : b < a) || b != b ? b : a; }
+  XFUNC_DEVICE static T finish(A a) { return a; }
+};
+
+/// One level of a split reduction: work item t is output o's split s, which folds elements s,
+/// s + splits, s + 2 splits, ... of o's m (read from the input, or from the previous level's
+/// partials) and writes the result (one split) or its partial accumulator.
+template <class F, class T>
+XFUNC_DEVICE void split_fold(const reduce_args& a) {
+  using A = typename F::A;
+  const long long S = a.splits;
+  for (long long t = XFUNC_THREAD_ID; t < a.n_out * S; t += XFUNC_THREAD_COUNT) {
+    const long long o = a.outputs_fast ? t % a.n_out : t / S;
+    const long long s = a.outputs_fast ? t / a.n_out : t % S;
+    A acc;
+    if (a.from_partials) {  // contiguous [n_out, m] accumulators
+      const A* p = static_cast<const A*>(a.in) + o * a.m;
+      acc = p[s];
+      for (long long j = s + S; j < a.m; j += S) acc = F::combine(acc, p[j]);
+    } else {
+      const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
+      acc = F::lift(p[reduced_offset(a, s)]);
+      for (long long j = s + S; j < a.m; j += S) acc = F::combine(acc, F::lift(p[reduced_offset(a, j)]));
     }
-    static_cast<T*>(a.out)[o] = static_cast<T>(xfunc::detail::element::sqrt(acc));
+    if (S == 1) static_cast<T*>(a.out)[o] = F::finish(acc);
+    else static_cast<A*>(a.out)[o * S + s] = acc;
   }
 }
 /// log(sum(exp(x))), with the largest value taken out first (none when it is infinite); over
@@ -189,20 +223,6 @@ XFUNC_DEVICE void argmax(const reduce_args& a) {
       }
     }
     static_cast<long long*>(a.out)[o] = best;
-  }
-}
-
-/// The largest (Max) or smallest element; a NaN wins (as on the cpu and in torch).
-template <class T, bool Max>
-XFUNC_DEVICE void extreme(const reduce_args& a) {
-  for (long long o = XFUNC_THREAD_ID; o < a.n_out; o += XFUNC_THREAD_COUNT) {
-    const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
-    T acc = p[0];
-    for (long long j = 1; j < a.m && acc == acc; ++j) {
-      const T x = p[reduced_offset(a, j)];
-      if ((Max ? x > acc : x < acc) || x != x) acc = x;
-    }
-    static_cast<T*>(a.out)[o] = acc;
   }
 }
 
@@ -295,10 +315,10 @@ XFUNC_PER_DTYPE(fill, fill)
 XFUNC_PER_DTYPE(where, where)
 
 #define XFUNC_REDUCTIONS(dt, T)                                                  \
-  XFUNC_KERNEL(xf_sum_##dt, reduce_args) { fold<T, false>(a); }                  \
-  XFUNC_KERNEL(xf_prod_##dt, reduce_args) { fold<T, true>(a); }                  \
-  XFUNC_KERNEL(xf_amax_##dt, reduce_args) { extreme<T, true>(a); }               \
-  XFUNC_KERNEL(xf_amin_##dt, reduce_args) { extreme<T, false>(a); }              \
+  XFUNC_KERNEL(xf_sum_##dt, reduce_args) { split_fold<sum_fold<T>, T>(a); }      \
+  XFUNC_KERNEL(xf_prod_##dt, reduce_args) { split_fold<prod_fold<T>, T>(a); }    \
+  XFUNC_KERNEL(xf_amax_##dt, reduce_args) { split_fold<extreme_fold<T, true>, T>(a); }  \
+  XFUNC_KERNEL(xf_amin_##dt, reduce_args) { split_fold<extreme_fold<T, false>, T>(a); } \
   XFUNC_KERNEL(xf_argmax_##dt, reduce_args) { argmax<T>(a); }                    \
   XFUNC_KERNEL(xf_logical_not_##dt, elementwise_args) { logical_not<T>(a); }     \
   XFUNC_KERNEL(xf_clamp_##dt, elementwise_args) { unary_with<T>(a, clamp_fn{}); } \
@@ -309,7 +329,7 @@ XFUNC_REDUCTIONS(f64, double)
 XFUNC_REDUCTIONS(i64, long long)
 XFUNC_KERNEL(xf_gather_b8, elementwise_args) { gather<bool>(a); }
 #define XFUNC_FLOATING_REDUCTIONS(dt, T)                                         \
-  XFUNC_KERNEL(xf_norm_##dt, reduce_args) { norm<T>(a); }                        \
+  XFUNC_KERNEL(xf_norm_##dt, reduce_args) { split_fold<norm_fold<T>, T>(a); }    \
   XFUNC_KERNEL(xf_logsumexp_##dt, reduce_args) { logsumexp<T>(a); }             \
   XFUNC_KERNEL(xf_pow_scalar_##dt, elementwise_args) { unary_with<T>(a, pow_scalar_fn{}); }
 XFUNC_FLOATING_REDUCTIONS(f32, float)

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 #include <thread>
@@ -107,6 +108,50 @@ TEST_CASE("cuda tensors: ops, broadcasting, reductions, matrix products", "[cuda
   same(xf::matmul(ga.to(xf::f32), m.cuda().to(xf::f32)), xf::matmul(a.to(xf::f32), m.to(xf::f32)), 1e-5);
   same(xf::matmul(b.cuda(), m.cuda().narrow(1, 0, 1).squeeze(1).unsqueeze(1)),
        xf::matmul(b, m.narrow(1, 0, 1).squeeze(1).unsqueeze(1)));
+}
+
+TEST_CASE("large reductions split each output over many threads", "[cuda]") {
+  // (NOTE: [Split reductions]: outputs of at least 256 elements are folded by several threads,
+  // in levels of partial accumulators; the table's small samples never split)
+  namespace xc = xf::detail::cuda;
+  CHECK(xc::reduction_splits(1, 255) == 1);
+  CHECK(xc::reduction_splits(1, 20000) == 128);       // whole warps, each thread >= 128 elements
+  CHECK(xc::reduction_splits(1 << 20, 1 << 20) == 1);  // enough outputs already
+  CHECK(xc::reduction_splits(3, 1000) == 7);
+  xf::manual_seed(5);
+  const tensor x = xf::randn({3, 5000, 7}, xf::f64);
+  const tensor g = x.cuda();
+  for (const std::vector<std::int64_t>& dims :
+       std::vector<std::vector<std::int64_t>>{{}, {1}, {0, 1}, {1, 2}, {0, 2}}) {
+    INFO("dims of size " << dims.size());
+    same(xf::sum(g, dims), xf::sum(x, dims));
+    same(xf::amax(g, dims), xf::amax(x, dims));
+    same(xf::amin(g, dims), xf::amin(x, dims));
+    // (norm reduces over dims through its op: xf::norm takes every element)
+    const xf::detail::reduce_attrs over{xf::detail::reduction_dims(x, dims, "xf::norm"), false};
+    same(xf::detail::call<xf::detail::norm_op>(over, g), xf::detail::call<xf::detail::norm_op>(over, x));
+    // (float32 sums: the cpu accumulates in float, cuda in double; some sums are near 0)
+    CHECK(xf::allclose(xf::sum(g.to(xf::f32), dims).cpu(), xf::sum(x.to(xf::f32), dims), 1e-5, 1e-4));
+    same(xf::amax(g.transpose(0, 1), dims), xf::amax(x.transpose(0, 1), dims));
+  }
+  same(xf::norm(g), xf::norm(x));
+  same(xf::prod(1.0 + g * 1e-3, 1), xf::prod(1.0 + x * 1e-3, 1));
+  // rows of a matrix (the reduced dim contiguous), columns (the kept dim contiguous), integers
+  const tensor rows = xf::linspace(-3.0, 5.0, 4 * 3000, xf::f64).reshape({4, 3000});
+  same(xf::sum(rows.cuda(), {1}), xf::sum(rows, {1}));
+  same(xf::sum(rows.cuda().transpose(0, 1), {0}), xf::sum(rows.transpose(0, 1), {0}));
+  const tensor ints = xf::arange(0, 40000, 1, xf::i64).reshape({2, 20000}) - 777;
+  same(xf::sum(ints.cuda(), {1}), xf::sum(ints, {1}));
+  same(xf::amin(ints.cuda(), {}), xf::amin(ints, {}));
+  // a NaN anywhere wins, whichever split and level it falls in
+  tensor with_nan = x.clone();
+  with_nan.select(0, 1).select(0, 4321).select(0, 3).fill_(std::nan(""));
+  const tensor gn = with_nan.cuda();
+  CHECK(std::isnan(xf::amax(gn, {}).item<double>()));
+  const auto nan_as_big = [](const tensor& r) { return xf::where(r != r, xf::ones_like(r) * 1e300, r); };
+  same(nan_as_big(xf::amax(gn, {1})), nan_as_big(xf::amax(with_nan, {1})));
+  same(nan_as_big(xf::amin(gn, {0, 1})), nan_as_big(xf::amin(with_nan, {0, 1})));
+  CHECK(std::isnan(xf::amin(gn, {0, 1}).select(0, 3).item<double>()));
 }
 
 TEST_CASE("in-place ops on cuda tensors write through views", "[cuda]") {

@@ -28,12 +28,29 @@ struct elementwise_args {
   long long index_n = 0, index_stride = 0;
 };
 
+// NOTE: [Split reductions]
+// A GPU needs hundreds of thousands of threads in flight to reach its memory bandwidth, and a
+// warp's 32 threads must read neighbouring addresses. One thread per output has neither when
+// there are few outputs (a full sum) or when each output reads a contiguous row (row sums). So
+// sum, prod, norm, amax and amin split each output's m elements over `splits` threads: split s
+// folds elements s, s + splits, s + 2 splits, ... (neighbouring splits read neighbouring
+// elements along a contiguous reduced dim) into an accumulator, written to a partials buffer
+// [n_out, splits]; the next launch reduces that buffer the same way (from_partials), until a
+// level has one split per output and writes the result. The host picks the splits from the
+// shapes alone (include/xfunc/cuda/ops.hpp, reduction_splits), so results are the same in every
+// run. When the kept dims are the contiguous ones (column sums), neighbouring threads take
+// neighbouring outputs instead (outputs_fast). logsumexp and argmax keep one thread per output.
+
 /// A reduction: output element o (of n_out, contiguous) reduces the m elements of the input at
 /// offset(o) + offset over the reduced dims; the kept and the reduced dims have their own sizes
-/// and strides (in elements), kept dims in the output's order.
+/// and strides (in elements), kept dims in the output's order. Split over `splits` threads per
+/// output (NOTE: [Split reductions]), `out` is the partials buffer unless splits is 1.
 struct reduce_args {
   long long n_out = 0;
   long long m = 0;
+  long long splits = 1;
+  int outputs_fast = 0;   // work item t is output t % n_out (else t / splits)
+  int from_partials = 0;  // `in` is the previous level's contiguous [n_out, m] accumulators
   int kept_ndim = 0;
   int reduced_ndim = 0;
   long long kept_sizes[max_kernel_dims] = {};

@@ -223,11 +223,23 @@ inline tensor cat_kernel(std::span<const tensor> in, const cat_op::attrs& a) {
   return out;
 }
 
+/// How many threads share each of n_out outputs of m elements (NOTE: [Split reductions]): enough
+/// for about 2^20 threads in all, each folding at least 128 elements, in whole warps.
+inline long long reduction_splits(long long n_out, long long m) {
+  constexpr long long target_threads = 1LL << 20, min_per_thread = 128;
+  if (n_out >= target_threads || m < 2 * min_per_thread) return 1;
+  long long s = std::min((target_threads + n_out - 1) / n_out, m / min_per_thread);
+  if (s >= 32) s -= s % 32;
+  return s;
+}
+
 /// A reduction over a.dims of x (already in its compute dtype) by kernel `kernel` into dtype
 /// out_dt; over no elements every output is `empty_value` (the extremes and argmax refuse empty
-/// dims before they get here).
+/// dims before they get here). Kernels that split (NOTE: [Split reductions]) give the dtype of
+/// their accumulator, `partial_dt`.
 inline tensor reduce(const tensor& x, const reduce_attrs& a, const std::string& kernel, const char* op,
-                     double empty_value = 0.0, std::optional<dtype> out_dt = std::nullopt) {
+                     double empty_value = 0.0, std::optional<dtype> out_dt = std::nullopt,
+                     std::optional<dtype> partial_dt = std::nullopt) {
   check_reduce_dims(x, a.dims);
   const std::int64_t m = reduced_count(x.shape(), a.dims, op);
   tensor out = empty_dense(reduced_shape(x.shape(), a.dims, a.keepdim), out_dt.value_or(x.dtype()), x.device(), op);
@@ -242,6 +254,7 @@ inline tensor reduce(const tensor& x, const reduce_attrs& a, const std::string& 
   r.m = m;
   for (std::size_t d = 0; d < p.shape.size(); ++d) {
     const bool reduced = std::find(a.dims.begin(), a.dims.end(), static_cast<std::int64_t>(d)) != a.dims.end();
+    if (p.shape[d] == 1) continue;  // (indexes nothing)
     int& nd = reduced ? r.reduced_ndim : r.kept_ndim;
     if (nd == max_kernel_dims)
       fail(op, ": on cuda a reduction handles at most ", max_kernel_dims, " kept and ", max_kernel_dims, " reduced dims");
@@ -249,20 +262,38 @@ inline tensor reduce(const tensor& x, const reduce_attrs& a, const std::string& 
     (reduced ? r.reduced_strides : r.kept_strides)[nd] = p.strides[d];
     ++nd;
   }
+  // neighbouring threads read neighbouring elements: along the reduced dim when it is the
+  // contiguous one, else across outputs
+  r.outputs_fast = r.reduced_ndim == 0 || r.reduced_strides[r.reduced_ndim - 1] != 1;
   r.in = first_byte(x);
-  r.out = first_byte(out);
-  launch(context_of(x.device(), op), kernel, r.n_out, r, op);
-  return out;
+  const device_context c = context_of(x.device(), op);
+  tensor partials;  // the last level's accumulators, read by the next
+  for (;;) {
+    r.splits = partial_dt ? reduction_splits(r.n_out, r.m) : 1;
+    const tensor level = r.splits == 1 ? out : empty_dense({r.n_out * r.splits}, *partial_dt, x.device(), op);
+    r.out = first_byte(level);
+    launch(c, kernel, r.n_out * r.splits, r, op);
+    if (r.splits == 1) return out;
+    partials = level;  // (freed once queued work is done: the allocator's blocks are stream-ordered)
+    r.in = first_byte(partials);
+    r.m = r.splits;
+    r.from_partials = 1;
+    r.outputs_fast = 0;
+  }
 }
+/// The accumulator of the summing kernels (sum, prod, norm): double for floating dtypes, int64
+/// for the others.
+inline dtype sum_accumulator(dtype dt) { return is_floating(dt) ? dtype::float64 : dtype::int64; }
 inline tensor sum_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : dtype::int64;
-  return reduce(as_dtype(in[0], dt, sum_op::name), a, kernel_name(sum_op::name, dt), sum_op::name);
+  return reduce(as_dtype(in[0], dt, sum_op::name), a, kernel_name(sum_op::name, dt), sum_op::name, 0.0, std::nullopt,
+                sum_accumulator(dt));
 }
 template <class D>
 tensor extreme_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   check_extreme_dims(in[0], a.dims, D::name);
   const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-  return reduce(as_dtype(in[0], dt, D::name), a, kernel_name(D::name, dt), D::name);
+  return reduce(as_dtype(in[0], dt, D::name), a, kernel_name(D::name, dt), D::name, 0.0, std::nullopt, dt);
 }
 inline tensor argmax_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   check_extreme_dims(in[0], a.dims, argmax_op::name);
@@ -271,15 +302,18 @@ inline tensor argmax_kernel(std::span<const tensor> in, const reduce_attrs& a) {
 }
 inline tensor prod_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : dtype::int64;
-  return reduce(as_dtype(in[0], dt, prod_op::name), a, kernel_name(prod_op::name, dt), prod_op::name, 1.0);
+  return reduce(as_dtype(in[0], dt, prod_op::name), a, kernel_name(prod_op::name, dt), prod_op::name, 1.0, std::nullopt,
+                sum_accumulator(dt));
 }
 /// norm and logsumexp: floating (integers promoted as a double scalar would); over nothing 0
 /// and -inf.
 template <class D>
 tensor floating_reduce_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   const dtype dt = promote_with_double(in[0].dtype());
-  const double empty = std::is_same_v<D, norm_op> ? 0.0 : -std::numeric_limits<double>::infinity();
-  return reduce(as_dtype(in[0], dt, D::name), a, kernel_name(D::name, dt), D::name, empty);
+  constexpr bool is_norm = std::is_same_v<D, norm_op>;  // (logsumexp does not split)
+  const double empty = is_norm ? 0.0 : -std::numeric_limits<double>::infinity();
+  return reduce(as_dtype(in[0], dt, D::name), a, kernel_name(D::name, dt), D::name, empty, std::nullopt,
+                is_norm ? std::optional<dtype>(dtype::float64) : std::nullopt);
 }
 
 /// f(x, scalar, scalar2) elementwise by kernel `kernel`, in dtype dt.
