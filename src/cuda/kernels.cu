@@ -14,6 +14,7 @@
 namespace xd = xfunc::detail;
 using xfunc::detail::cuda::elementwise_args;
 using xfunc::detail::cuda::normalize_args;
+using xfunc::detail::cuda::random_args;
 using xfunc::detail::cuda::reduce_args;
 
 namespace {
@@ -246,6 +247,32 @@ XFUNC_DEVICE void normalize(const normalize_args& a) {
   }
 }
 
+/// rand (Normal = false) and randn: work item b fills the values of Philox block b, as the cpu
+/// does (NOTE: [Philox streams]); normal values from Box-Muller on each pair of uniforms.
+template <class T, bool Normal>
+XFUNC_DEVICE void philox_values(const random_args& a) {
+  namespace bk = xfunc::detail::backend;
+  namespace el = xfunc::detail::element;
+  constexpr long long per = bk::values_per_block<T>;
+  const long long blocks = (a.n + per - 1) / per;
+  for (long long b = XFUNC_THREAD_ID; b < blocks; b += XFUNC_THREAD_COUNT) {
+    const bk::philox_words w = bk::philox_block(a.key, a.offset + static_cast<unsigned long long>(b));
+    T* out = static_cast<T*>(a.out) + b * per;
+    const long long here = a.n - b * per < per ? a.n - b * per : per;
+    for (long long j = 0; j < here; j += Normal ? 2 : 1) {
+      const double u = bk::philox_uniform<T>(w, static_cast<std::size_t>(j));
+      if constexpr (!Normal) {
+        out[j] = static_cast<T>(u);
+      } else {
+        const double r = el::sqrt(-2.0 * el::log(1.0 - u));
+        const double angle = bk::two_pi * bk::philox_uniform<T>(w, static_cast<std::size_t>(j + 1));
+        out[j] = static_cast<T>(r * el::cos(angle));
+        if (j + 1 < here) out[j + 1] = static_cast<T>(r * el::sin(angle));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 // clang-format off
@@ -341,3 +368,9 @@ XFUNC_FLOATING_REDUCTIONS(f64, double)
   XFUNC_KERNEL(xf_log_softmax_##dt, normalize_args) { normalize<T, true>(a); }
 XFUNC_NORMALIZE(f32, float)
 XFUNC_NORMALIZE(f64, double)
+
+#define XFUNC_RANDOM(dt, T)                                                             \
+  XFUNC_KERNEL(xf_uniform_##dt, random_args) { philox_values<T, false>(a); }            \
+  XFUNC_KERNEL(xf_normal_##dt, random_args) { philox_values<T, true>(a); }
+XFUNC_RANDOM(f32, float)
+XFUNC_RANDOM(f64, double)

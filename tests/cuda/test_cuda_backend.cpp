@@ -67,12 +67,23 @@ TEST_CASE("cuda tensors: copies, factories, printing, item", "[cuda]") {
   CHECK(xf::equal(xf::arange(0.0, 5.0, 1.0, xf::i64, xf::cuda).cpu(), xf::arange(5)));
   CHECK(xf::equal(xf::zeros_like(g).cpu(), xf::zeros_like(x)));
   CHECK(xf::zeros_like(g).device() == xf::cuda);
-  // the same seed gives the same numbers on both devices
-  xf::manual_seed(7);
-  const tensor r_gpu = xf::randn({5, 3}, xf::f32, xf::cuda);
-  xf::manual_seed(7);
-  const tensor r_cpu = xf::randn({5, 3});
-  CHECK(xf::equal(r_gpu.cpu(), r_cpu));
+  // the same seed gives the same numbers on both devices, drawn on the device (NOTE: [Philox
+  // streams]): uniform ones bitwise, normal ones to the rounding of the device's log, sin and
+  // cos; odd counts end inside a Philox block and inside a Box-Muller pair
+  for (const xf::dtype dt : {xf::f32, xf::f64}) {
+    for (const xf::shape_t& shape : {xf::shape_t{5, 3}, xf::shape_t{1001}, xf::shape_t{2, 0}}) {
+      INFO(dt << " " << shape.size() << " dims");
+      xf::manual_seed(7);
+      const tensor u_gpu = xf::rand(shape, dt, xf::cuda), n_gpu = xf::randn(shape, dt, xf::cuda);
+      const tensor after_gpu = xf::rand({3}, dt);  // the stream moved past both
+      xf::manual_seed(7);
+      const tensor u_cpu = xf::rand(shape, dt), n_cpu = xf::randn(shape, dt);
+      CHECK(u_gpu.device() == xf::cuda);
+      CHECK(xf::equal(u_gpu.cpu(), u_cpu));
+      CHECK(xf::allclose(n_gpu.cpu(), n_cpu, dt == xf::f32 ? 1e-6 : 1e-13, 1e-13));
+      CHECK(xf::equal(after_gpu, xf::rand({3}, dt)));
+    }
+  }
   // xtensor
   const xt::xarray<double> a = {{1.0, 2.0}, {3.0, 4.0}};
   const tensor ga = xf::from_xtensor(a, xf::cuda);

@@ -9,6 +9,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include <xfunc/backend/element.hpp>
 #include <xfunc/backend/parallel.hpp>
 
 namespace xfunc::detail::backend {
@@ -22,14 +23,14 @@ namespace xfunc::detail::backend {
 //   normal: Box-Muller on pairs of uniforms (u1, u2) -> sqrt(-2 ln(1 - u1)) (cos, sin)(2 pi u2),
 //     computed in double in SIMD registers (xsimd; every pair, wherever it falls in a call, takes
 //     that path): 4 float32 or 2 float64 per block
-// So the values are bitwise the same for every thread count, and a device that runs the same
-// arithmetic (issue 13: the GPU) draws the same words, and the same values to the rounding of
-// its math library.
+// So the values are bitwise the same for every thread count, and the GPU (src/cuda/kernels.cu)
+// runs the same functions below on its own threads: the same words and uniform values bitwise,
+// and normal values to the rounding of its math library (there one pair at a time).
 
 using philox_words = std::array<std::uint32_t, 4>;
 
 /// Philox 4x32 with 10 rounds: the 4 words at counter c under key k.
-inline philox_words philox4x32_10(philox_words c, std::array<std::uint32_t, 2> k) {
+XFUNC_ELEMENT_FN inline philox_words philox4x32_10(philox_words c, std::array<std::uint32_t, 2> k) {
   constexpr std::uint32_t m0 = 0xD2511F53u, m1 = 0xCD9E8D57u, w0 = 0x9E3779B9u, w1 = 0xBB67AE85u;
   for (int round = 0; round < 10; ++round) {
     if (round > 0) {
@@ -54,28 +55,35 @@ constexpr std::int64_t blocks_for(std::int64_t n) {
   return (n + values_per_block<T> - 1) / values_per_block<T>;
 }
 
+/// The words of the block at `counter` of the stream of `key`.
+XFUNC_ELEMENT_FN inline philox_words philox_block(std::uint64_t key, std::uint64_t counter) {
+  return philox4x32_10({static_cast<std::uint32_t>(counter), static_cast<std::uint32_t>(counter >> 32), 0u, 0u},
+                       {static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)});
+}
+/// Uniform value j in [0, 1) of a block's words w, for T (values_per_block<T> per block).
+template <class T>
+XFUNC_ELEMENT_FN inline double philox_uniform(const philox_words& w, std::size_t j) {
+  if constexpr (sizeof(T) == 4) return static_cast<double>(w[j] >> 8) * 0x1p-24;
+  else return static_cast<double>(((std::uint64_t(w[2 * j]) << 32) | w[2 * j + 1]) >> 11) * 0x1p-53;
+}
 /// The uniform values in [0, 1) of the block at `counter` (values_per_block<T> of them).
 template <class T>
 void philox_uniforms(std::uint64_t key, std::uint64_t counter, double* u) {
-  const philox_words w = philox4x32_10(
-      {static_cast<std::uint32_t>(counter), static_cast<std::uint32_t>(counter >> 32), 0u, 0u},
-      {static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)});
-  if constexpr (sizeof(T) == 4) {
-    for (std::size_t j = 0; j < 4; ++j) u[j] = static_cast<double>(w[j] >> 8) * 0x1p-24;
-  } else {
-    for (std::size_t j = 0; j < 2; ++j) u[j] = static_cast<double>(((std::uint64_t(w[2 * j]) << 32) | w[2 * j + 1]) >> 11) * 0x1p-53;
-  }
+  const philox_words w = philox_block(key, counter);
+  for (std::size_t j = 0; j < static_cast<std::size_t>(values_per_block<T>); ++j) u[j] = philox_uniform<T>(w, j);
 }
+/// 2 pi, the angle factor of Box-Muller.
+inline constexpr double two_pi = 2.0 * std::numbers::pi;
 
 /// Box-Muller on n pairs (u1[k], u2[k]) -> (c[k], s[k]), in whole SIMD registers (n rounded up:
 /// the arrays have room), so that every value takes the same path wherever it falls.
 inline void box_muller(const double* u1, const double* u2, double* c, double* s, std::int64_t n) {
   using V = xsimd::batch<double>;
   constexpr std::int64_t W = V::size;
-  const V one(1.0), minus_two(-2.0), two_pi(2.0 * std::numbers::pi);
+  const V one(1.0), minus_two(-2.0), angle(two_pi);
   for (std::int64_t k = 0; k < n; k += W) {
     const V r = xsimd::sqrt(minus_two * xsimd::log(one - V::load_unaligned(u1 + k)));
-    const auto [sin_a, cos_a] = xsimd::sincos(two_pi * V::load_unaligned(u2 + k));
+    const auto [sin_a, cos_a] = xsimd::sincos(angle * V::load_unaligned(u2 + k));
     (r * cos_a).store_unaligned(c + k);
     (r * sin_a).store_unaligned(s + k);
   }

@@ -3,6 +3,7 @@
 /// What a device backend gives the core (NOTE: [Device backends]): memory and copies for tensors
 /// whose data lives on a device other than the cpu.
 #include <cstddef>
+#include <cstdint>
 
 #include <xfunc/core/device.hpp>
 #include <xfunc/core/error.hpp>
@@ -35,6 +36,9 @@ struct device_backend {
   void (*write)(const tensor& dst, const tensor& src, const char* op) = nullptr;
   /// Waits until the calling thread's work on device d is done; `what` names the call in errors.
   void (*synchronize)(device d, const char* what) = nullptr;
+  /// Fills a fresh contiguous floating tensor on the device from the Philox stream of `key` at
+  /// block `offset`, uniform in [0, 1) or normal (NOTE: [Philox streams]): the cpu's values.
+  void (*random)(const tensor& t, bool normal, std::uint64_t key, std::uint64_t offset) = nullptr;
 };
 
 /// The CUDA backend's table (null in a program built without xfunc::cuda).

@@ -69,4 +69,12 @@ struct normalize_args {
   void* out = nullptr;
 };
 
+/// rand / randn: n values into a contiguous `out` from the Philox stream of `key`, blocks
+/// offset, offset + 1, ... (NOTE: [Philox streams]); one work item per block.
+struct random_args {
+  long long n = 0;
+  void* out = nullptr;
+  unsigned long long key = 0, offset = 0;
+};
+
 }  // namespace xfunc::detail::cuda

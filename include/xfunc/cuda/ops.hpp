@@ -157,6 +157,19 @@ inline void fill(const tensor& t, double v) {
 
 inline void synchronize_thread(device d, const char* what) { synchronize(context_of(d, what), what); }
 
+/// rand and randn on the device: one thread per Philox block (NOTE: [Philox streams]).
+inline void fill_random(const tensor& t, bool normal, std::uint64_t key, std::uint64_t offset) {
+  const char* op = normal ? "xf::randn" : "xf::rand";
+  random_args a;
+  a.n = t.numel();
+  a.out = first_byte(t);
+  a.key = key;
+  a.offset = offset;
+  const long long per = t.dtype() == dtype::float32 ? 4 : 2;  // values per block (backend::values_per_block)
+  launch(context_of(t.device(), op), str_cat(normal ? "xf_normal_" : "xf_uniform_", dtype_tag(t.dtype())),
+         (a.n + per - 1) / per, a, op);
+}
+
 inline void write(const tensor& dst, const tensor& src, const char* op) {
   tensor s = src.device() == dst.device() ? src : upload(src.device() == cpu ? src : download(src), dst.device());
   // a value that shares dst's memory (copy_ from a view of it) is copied out before the write
@@ -498,8 +511,8 @@ void register_comparison() { ((cuda_kernel_of<D> = &comparison_kernel<D>), ...);
 
 /// Fills in the core's table and the ops' cuda kernels (once, at start-up).
 inline bool register_backend() {
-  static const device_backend table{&allocate, &release, &upload,     &download,
-                                    &fill,     &write,   &synchronize_thread};
+  static const device_backend table{&allocate, &release, &upload,             &download,
+                                    &fill,     &write,   &synchronize_thread, &fill_random};
   cuda_backend_slot() = &table;
   register_unary<neg_op, abs_op, sign_op, relu_op, square_op, exp_op, log_op, sin_op, cos_op, tan_op, tanh_op,
                  sigmoid_op, sqrt_op, rsqrt_op, log1p_op, expm1_op, reciprocal_op, erf_op>();

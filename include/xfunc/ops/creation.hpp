@@ -91,20 +91,21 @@ tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* nam
   small_list<batch_entry, 4> batched;
   for (auto it = per_example.rbegin(); it != per_example.rend(); ++it) full_shape.insert(0, (*it)->batch_size);
   for (const auto& l : per_example) batched.push_back({&l, l->level.load(std::memory_order_relaxed), 0});
-  tensor t = factory_node(name, dev, [full_shape, dt, name](device d) {
+  tensor t = factory_node<true>(name, dev, [full_shape, dt, name](device d) {
     tensor r = empty_dense(full_shape, dt, d, name);
-    if (d == cpu)
-      visit_floating(dt, [&](auto tag) {
-        using T = typename decltype(tag)::type;
-        std::uint64_t key, offset;
-        {  // reserve this tensor's blocks; they are filled outside the lock
-          std::lock_guard<std::mutex> lock(rng().mu);
-          key = rng().key;
-          offset = rng().offset;
-          rng().offset += static_cast<std::uint64_t>(backend::blocks_for<T>(r.numel()));
-        }
-        backend::philox_fill<D>(r.impl()->template data<T>(), r.numel(), key, offset);
-      });
+    if (d == meta) return r;
+    visit_floating(dt, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      std::uint64_t key, offset;
+      {  // reserve this tensor's blocks; they are filled outside the lock
+        std::lock_guard<std::mutex> lock(rng().mu);
+        key = rng().key;
+        offset = rng().offset;
+        rng().offset += static_cast<std::uint64_t>(backend::blocks_for<T>(r.numel()));
+      }
+      if (d == cpu) backend::philox_fill<D>(r.impl()->template data<T>(), r.numel(), key, offset);
+      else if (r.numel() > 0) backend_of(d, name).random(r, D == backend::distribution::normal, key, offset);
+    });
     return r;
   });
   return lift_created(std::move(t), batched);
