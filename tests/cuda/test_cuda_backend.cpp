@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -147,6 +148,25 @@ TEST_CASE("large reductions split each output over many threads", "[cuda]") {
   }
   same(xf::norm(g), xf::norm(x));
   same(xf::prod(1.0 + g * 1e-3, 1), xf::prod(1.0 + x * 1e-3, 1));
+  // softmax, log_softmax and logsumexp: the largest value and the sum of exp(x - it) split too
+  for (const std::int64_t dim : {0, 1, 2}) {
+    INFO("dim " << dim);
+    same(xf::softmax(g, dim), xf::softmax(x, dim));
+    same(xf::log_softmax(g.transpose(0, 2), dim), xf::log_softmax(x.transpose(0, 2), dim));
+    same(xf::logsumexp(g, {dim}), xf::logsumexp(x, {dim}));
+  }
+  same(xf::logsumexp(g, {}), xf::logsumexp(x, {}));
+  same(xf::logsumexp(g, {0, 2}, true), xf::logsumexp(x, {0, 2}, true));
+  // infinite largest values are not taken out (as on the cpu)
+  const tensor inf_rows = xf::cat({xf::full({1, 300}, -std::numeric_limits<double>::infinity(), xf::f64),
+                                   xf::linspace(-1.0, 1.0, 300, xf::f64).reshape({1, 300})},
+                                  0);
+  const tensor gi = inf_rows.cuda();
+  const auto finite_or_big = [](const tensor& r) {  // (allclose takes neither NaN nor inf as equal)
+    return xf::clamp(xf::where(r != r, xf::ones_like(r) * 1e300, r), -1e300, 1e300);
+  };
+  same(finite_or_big(xf::softmax(gi, 1)), finite_or_big(xf::softmax(inf_rows, 1)));
+  same(finite_or_big(xf::logsumexp(gi, {1})), finite_or_big(xf::logsumexp(inf_rows, {1})));
   // rows of a matrix (the reduced dim contiguous), columns (the kept dim contiguous), integers
   const tensor rows = xf::linspace(-3.0, 5.0, 4 * 3000, xf::f64).reshape({4, 3000});
   same(xf::sum(rows.cuda(), {1}), xf::sum(rows, {1}));

@@ -39,7 +39,9 @@ struct elementwise_args {
 // level has one split per output and writes the result. The host picks the splits from the
 // shapes alone (include/xfunc/cuda/ops.hpp, reduction_splits), so results are the same in every
 // run. When the kept dims are the contiguous ones (column sums), neighbouring threads take
-// neighbouring outputs instead (outputs_fast). logsumexp and argmax keep one thread per output.
+// neighbouring outputs instead (outputs_fast). softmax, log_softmax and logsumexp are split
+// reductions too (amax, then the sum of exp(x - max), then an elementwise pass); argmax keeps
+// one thread per output.
 
 /// A reduction: output element o (of n_out, contiguous) reduces the m elements of the input at
 /// offset(o) + offset over the reduced dims; the kept and the reduced dims have their own sizes
@@ -59,14 +61,7 @@ struct reduce_args {
   long long reduced_strides[max_kernel_dims] = {};
   const void* in = nullptr;
   void* out = nullptr;
-};
-
-/// softmax / log_softmax of a contiguous tensor viewed as [A, R, B], over R: one output run of R
-/// per (a, b), written to the same place in the contiguous output.
-struct normalize_args {
-  long long A = 0, R = 0, B = 0;
-  const void* in = nullptr;
-  void* out = nullptr;
+  const void* shift = nullptr;  // sum_exp: each output's largest value (n_out, contiguous)
 };
 
 /// rand / randn: n values into a contiguous `out` from the Philox stream of `key`, blocks

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <xfunc/cuda/cublas.hpp>
 #include <xfunc/cuda/kernel_args.hpp>
@@ -252,7 +253,7 @@ inline long long reduction_splits(long long n_out, long long m) {
 /// their accumulator, `partial_dt`.
 inline tensor reduce(const tensor& x, const reduce_attrs& a, const std::string& kernel, const char* op,
                      double empty_value = 0.0, std::optional<dtype> out_dt = std::nullopt,
-                     std::optional<dtype> partial_dt = std::nullopt) {
+                     std::optional<dtype> partial_dt = std::nullopt, const tensor* shift = nullptr) {
   check_reduce_dims(x, a.dims);
   const std::int64_t m = reduced_count(x.shape(), a.dims, op);
   tensor out = empty_dense(reduced_shape(x.shape(), a.dims, a.keepdim), out_dt.value_or(x.dtype()), x.device(), op);
@@ -279,6 +280,7 @@ inline tensor reduce(const tensor& x, const reduce_attrs& a, const std::string& 
   // contiguous one, else across outputs
   r.outputs_fast = r.reduced_ndim == 0 || r.reduced_strides[r.reduced_ndim - 1] != 1;
   r.in = first_byte(x);
+  if (shift) r.shift = first_byte(*shift);
   const device_context c = context_of(x.device(), op);
   tensor partials;  // the last level's accumulators, read by the next
   for (;;) {
@@ -318,15 +320,39 @@ inline tensor prod_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   return reduce(as_dtype(in[0], dt, prod_op::name), a, kernel_name(prod_op::name, dt), prod_op::name, 1.0, std::nullopt,
                 sum_accumulator(dt));
 }
-/// norm and logsumexp: floating (integers promoted as a double scalar would); over nothing 0
-/// and -inf.
-template <class D>
-tensor floating_reduce_kernel(std::span<const tensor> in, const reduce_attrs& a) {
+/// norm: floating (integers promoted as a double scalar would); over nothing 0.
+inline tensor norm_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   const dtype dt = promote_with_double(in[0].dtype());
-  constexpr bool is_norm = std::is_same_v<D, norm_op>;  // (logsumexp does not split)
-  const double empty = is_norm ? 0.0 : -std::numeric_limits<double>::infinity();
-  return reduce(as_dtype(in[0], dt, D::name), a, kernel_name(D::name, dt), D::name, empty, std::nullopt,
-                is_norm ? std::optional<dtype>(dtype::float64) : std::nullopt);
+  return reduce(as_dtype(in[0], dt, norm_op::name), a, kernel_name(norm_op::name, dt), norm_op::name, 0.0, std::nullopt,
+                dtype::float64);
+}
+/// The largest value of x over dims (kept as size-1 dims) and the sum of exp(x - it), in double
+/// (NOTE: [Split reductions]): what softmax, log_softmax and logsumexp need; x is floating.
+inline std::pair<tensor, tensor> max_and_sum_exp(const tensor& x, const dims_t& dims, const char* op) {
+  const dtype dt = x.dtype();
+  const reduce_attrs kept{dims, true};
+  const tensor largest = reduce(x, kept, kernel_name(amax_op::name, dt), op, 0.0, std::nullopt, dt);
+  const tensor sum = reduce(x, kept, str_cat("xf_sum_exp_", dtype_tag(dt)), op, 0.0, dtype::float64, dtype::float64, &largest);
+  return {largest, sum};
+}
+/// logsumexp: floating (integers promoted as a double scalar would); over nothing -inf.
+inline tensor logsumexp_kernel(std::span<const tensor> in, const reduce_attrs& a) {
+  constexpr const char* name = logsumexp_op::name;
+  const dtype dt = promote_with_double(in[0].dtype());
+  const tensor x = as_dtype(in[0], dt, name);
+  check_reduce_dims(x, a.dims);
+  tensor out = empty_dense(reduced_shape(x.shape(), a.dims, a.keepdim), dt, x.device(), name);
+  if (out.numel() == 0) return out;
+  if (reduced_count(x.shape(), a.dims, name) == 0) {
+    fill(out, -std::numeric_limits<double>::infinity());
+    return out;
+  }
+  const auto [largest, sum] = max_and_sum_exp(x, a.dims, name);
+  // both hold one value per output, in the output's order: seen with its shape
+  const shape_t& st = out.impl()->strides;
+  const tensor l = alias_of(largest, out.shape(), st, 0), s = alias_of(sum, out.shape(), st, 0);
+  launch(context_of(x.device(), name), kernel_name(name, dt), out.numel(), elementwise_layout(out, {&s, &l}, name), name);
+  return out;
 }
 
 /// f(x, scalar, scalar2) elementwise by kernel `kernel`, in dtype dt.
@@ -481,24 +507,17 @@ inline tensor bmm_kernel(std::span<const tensor> in, const no_attrs&) {
   return out;
 }
 
-/// softmax and log_softmax over one dim (or each element alone, dim < 0) of a contiguous copy.
+/// softmax and log_softmax over one dim (or each element alone, dim < 0): the largest value and
+/// the sum of exp(x - it) along the dim, then one elementwise pass.
 template <class D>
 tensor normalize_kernel(std::span<const tensor> in, const normalize_attrs& a) {
   const dtype dt = is_floating(in[0].dtype()) ? in[0].dtype() : promote_with_double(in[0].dtype());
-  tensor x = as_dtype(in[0], dt, D::name);
-  if (!backend::is_contiguous_layout(x.shape(), x.impl()->strides)) x = convert(x, dt, D::name);
+  const tensor x = as_dtype(in[0], dt, D::name);
   tensor out = empty_dense(x.shape(), dt, x.device(), D::name);
   if (out.numel() == 0) return out;
-  normalize_args n;
-  n.A = x.numel();
-  n.R = n.B = 1;
-  if (a.dim >= 0) {
-    n.A = 1;
-    for (std::int64_t i = 0; i < x.dim(); ++i) (i < a.dim ? n.A : i == a.dim ? n.R : n.B) *= x.size(i);
-  }
-  n.in = first_byte(x);
-  n.out = first_byte(out);
-  launch(context_of(x.device(), D::name), kernel_name(D::name, dt), n.A * n.B, n, D::name);
+  const auto [largest, sum] = max_and_sum_exp(x, a.dims(), D::name);
+  launch(context_of(x.device(), D::name), kernel_name(D::name, dt), out.numel(),
+         elementwise_layout(out, {&x, &largest, &sum}, D::name), D::name);
   return out;
 }
 
@@ -527,8 +546,8 @@ inline bool register_backend() {
   cuda_kernel_of<amin_op> = &extreme_kernel<amin_op>;
   cuda_kernel_of<argmax_op> = &argmax_kernel;
   cuda_kernel_of<prod_op> = &prod_kernel;
-  cuda_kernel_of<norm_op> = &floating_reduce_kernel<norm_op>;
-  cuda_kernel_of<logsumexp_op> = &floating_reduce_kernel<logsumexp_op>;
+  cuda_kernel_of<norm_op> = &norm_kernel;
+  cuda_kernel_of<logsumexp_op> = &logsumexp_kernel;
   cuda_kernel_of<pow_scalar_op> = &pow_scalar_kernel;
   cuda_kernel_of<clamp_op> = &clamp_kernel;
   cuda_kernel_of<logical_not_op> = &logical_not_kernel;
