@@ -166,9 +166,11 @@ inline void fill_random(const tensor& t, bool normal, std::uint64_t key, std::ui
   a.out = first_byte(t);
   a.key = key;
   a.offset = offset;
-  const long long per = t.dtype() == dtype::float32 ? 4 : 2;  // values per block (backend::values_per_block)
-  launch(context_of(t.device(), op), str_cat(normal ? "xf_normal_" : "xf_uniform_", dtype_tag(t.dtype())),
-         (a.n + per - 1) / per, a, op);
+  visit_floating(t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch(context_of(t.device(), op), str_cat(normal ? "xf_normal_" : "xf_uniform_", dtype_tag(t.dtype())),
+           backend::blocks_for<T>(a.n), a, op);
+  });
 }
 
 inline void write(const tensor& dst, const tensor& src, const char* op) {
