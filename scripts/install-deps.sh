@@ -19,6 +19,8 @@
 #   DLPack header (dlpack/dlpack.h; tests of <xfunc/dlpack.hpp>)   libdlpack-dev
 #   doxygen (tests: the API reference builds without warnings)     doxygen
 #   pkg-config (tests: the installed xfunc.pc works)               pkg-config
+#   Clang >= 14 (tests: the ASan+UBSan build)                       clang-14
+#   Clang's sanitizer runtime (libclang_rt.asan; tests)             libclang-rt-14-dev
 #   Google Benchmark (benchmark/benchmark.h; benchmarks only)      libbenchmark-dev
 #   MPI headers (mpi.h or mpi/mpi.h; xfunc::distributed)           libopenmpi-dev
 #   mpirun (xfunc::distributed tests and examples)                 openmpi-bin
@@ -33,6 +35,9 @@
 #   XFUNC_INSTALL_DRY_RUN=1   report the needs and print what would be installed; change nothing
 #   XFUNC_DEPS_TESTS=0        the needs marked "tests" are not needed (no tests will be built)
 #   XFUNC_DEPS_BENCHMARKS=0   Google Benchmark is not needed (no benchmarks will be built)
+#   XFUNC_DEPS_SANITIZERS=0   Clang is not needed (the tests will not be built under the
+#                             sanitizers; default: needed when the tests are)
+#   XFUNC_DEPS_SANITIZER_CXX  the Clang to look for (default: clang++-14, else clang++, in PATH)
 #   XFUNC_DEPS_DISTRIBUTED=0  Open MPI is not needed (xfunc::distributed will not be built)
 #   XFUNC_DEPS_MPIRUN         the mpirun to look for (default: mpirun in PATH)
 #   XFUNC_DEPS_DOXYGEN, XFUNC_DEPS_PKG_CONFIG   the doxygen and pkg-config to look for (default:
@@ -48,6 +53,7 @@ shopt -s nullglob
 dry_run=${XFUNC_INSTALL_DRY_RUN:-0}
 want_tests=${XFUNC_DEPS_TESTS:-1}
 want_benchmark=${XFUNC_DEPS_BENCHMARKS:-1}
+want_sanitizers=${XFUNC_DEPS_SANITIZERS:-$want_tests}
 want_distributed=${XFUNC_DEPS_DISTRIBUTED:-1}
 mpirun_cmd=${XFUNC_DEPS_MPIRUN:-mpirun}
 apt_get=${XFUNC_APT_GET:-apt-get}
@@ -309,6 +315,29 @@ check_mpi() {
   fi
 }
 
+# The sanitizer build's compiler (scripts/test.sh): Clang >= 14 and its ASan/UBSan runtime.
+check_sanitizer_compiler() {
+  local need="Clang >= 14 (tests: the ASan+UBSan build)" rt_need="Clang's sanitizer runtime (tests)" clang ver rt
+  clang=${XFUNC_DEPS_SANITIZER_CXX:-$(command -v clang++-14 || command -v clang++ || echo clang++-14)}
+  if ! command -v "$clang" >/dev/null 2>&1; then
+    report missing "$need" "$clang not found" clang-14
+    report missing "$rt_need" "no Clang" libclang-rt-14-dev
+    return
+  fi
+  ver=$("$clang" -dumpversion 2>/dev/null </dev/null | head -n1 || true)
+  if [ -n "$ver" ] && version_ge "$ver" 14; then
+    report ok "$need" "$clang, Clang $ver"
+  else
+    report missing "$need" "$clang is Clang ${ver:-of unknown version}, too old" clang-14
+  fi
+  rt="$("$clang" -print-resource-dir 2>/dev/null </dev/null || true)/lib/linux/libclang_rt.asan-$(uname -m).a"
+  if [ -f "$rt" ]; then
+    report ok "$rt_need" "$rt"
+  else
+    report missing "$rt_need" "$rt not found" libclang-rt-14-dev
+  fi
+}
+
 check_all() {
   unmet_pkgs=()
   unmet_needs=()
@@ -333,6 +362,7 @@ check_all() {
     check_tool "doxygen (tests)" "${XFUNC_DEPS_DOXYGEN:-doxygen}" doxygen
     check_tool "pkg-config (tests)" "${XFUNC_DEPS_PKG_CONFIG:-pkg-config}" pkg-config
   fi
+  if [ "$want_sanitizers" != 0 ]; then check_sanitizer_compiler; fi
   if [ "$want_benchmark" != 0 ]; then check_benchmark; fi
   if [ "$want_distributed" != 0 ]; then check_mpi; fi
 }

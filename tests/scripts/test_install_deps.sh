@@ -75,6 +75,14 @@ provide() {
       mkdir -p "$root/bin"
       printf '#!/bin/sh\nexit 0\n' >"$root/bin/mpirun"
       chmod +x "$root/bin/mpirun" ;;
+    clang-14)  # answers -dumpversion and -print-resource-dir (under ROOT/lib/clang/14)
+      mkdir -p "$root/bin"
+      printf '#!/bin/sh\ncase "$1" in -dumpversion) echo 14.0.6 ;; -print-resource-dir) echo %s/lib/clang/14 ;; esac\n' \
+        "$root" >"$root/bin/clang++-14"
+      chmod +x "$root/bin/clang++-14" ;;
+    libclang-rt-14-dev)
+      mkdir -p "$root/lib/clang/14/lib/linux"
+      touch "$root/lib/clang/14/lib/linux/libclang_rt.asan-$(uname -m).a" ;;
     g++ | cmake | make) ;;  # the fake tools read their versions from the environment
     *) echo "fake apt-get: unknown package $pkg" >&2; return 1 ;;
   esac
@@ -149,7 +157,7 @@ EOF
 chmod +x "$bin"/*
 
 all_pkgs=(libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2
-          libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin)
+          libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin clang-14 libclang-rt-14-dev)
 
 # new_machine PACKAGE...: a fresh fake /usr with those packages' files
 root=""
@@ -178,6 +186,7 @@ run_script() {
           XFUNC_DEPS_INCLUDE_DIRS="$root/include/x86_64-linux-gnu:$root/include" \
           XFUNC_DEPS_LIB_DIRS="$root/lib/x86_64-linux-gnu" XFUNC_DEPS_MPIRUN="$root/bin/mpirun" \
           XFUNC_DEPS_DOXYGEN="$root/bin/doxygen" XFUNC_DEPS_PKG_CONFIG="$root/bin/pkg-config" \
+          XFUNC_DEPS_SANITIZER_CXX="$root/bin/clang++-14" \
           "$@" bash "$script" 2>&1 </dev/null) || rc=$?
 }
 
@@ -209,7 +218,7 @@ grep -q '^xfunc: nothing to install$' <<<"$out" || fail "include path from the c
 grep -q "include path: $root/include/x86_64-linux-gnu $root/include;" <<<"$out" || fail "compiler include path: $out"
 
 # Each unmet need plans its one package, and only that
-new_machine xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin
+new_machine xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin clang-14 libclang-rt-14-dev
 expect_plan "no Boost" "libboost-dev"
 provide "$root" libboost1.65-dev 106500
 expect_plan "Boost 1.65 (older than the 1.71 CMake asks for)" "libboost-dev"
@@ -217,7 +226,7 @@ provide "$root" libboost1.81-dev 108100
 rm "$root/include/boost/hana.hpp"
 expect_plan "Boost without Hana" "libboost-dev"
 
-new_machine libboost1.81-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin
+new_machine libboost1.81-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin clang-14 libclang-rt-14-dev
 expect_plan "no xtl" "xtl-dev"
 provide "$root" xtl-dev
 rm "$root/share/cmake/xtl/xtlConfig.cmake"
@@ -246,11 +255,11 @@ expect_plan "Catch2 3" "catch2"
 rm "$root/include/catch2/catch.hpp"
 expect_plan "no catch2/catch.hpp" "catch2"
 
-new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libopenmpi-dev openmpi-bin
+new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libopenmpi-dev openmpi-bin clang-14 libclang-rt-14-dev
 expect_plan "no Google Benchmark" "libbenchmark-dev"
 expect_plan "no Google Benchmark, not needed" "" XFUNC_DEPS_BENCHMARKS=0
 
-new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev
+new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev clang-14 libclang-rt-14-dev
 expect_plan "no Open MPI" "libopenmpi-dev openmpi-bin"
 expect_plan "no Open MPI, not needed" "" XFUNC_DEPS_DISTRIBUTED=0
 provide "$root" openmpi-bin
@@ -268,16 +277,25 @@ rm -r "$root/include/dlpack" "$root/bin/doxygen" "$root/bin/pkg-config"
 expect_plan "no DLPack header, doxygen or pkg-config" "libdlpack-dev doxygen pkg-config"
 expect_plan "no DLPack header, doxygen or pkg-config, no tests" "" XFUNC_DEPS_TESTS=0
 
+# The sanitizer build's Clang and its runtime
+new_machine "${all_pkgs[@]}"
+rm -r "$root/bin/clang++-14" "$root/lib/clang"
+expect_plan "no Clang" "clang-14 libclang-rt-14-dev"
+expect_plan "no Clang, no tests" "" XFUNC_DEPS_TESTS=0
+expect_plan "no Clang, no sanitizer build" "" XFUNC_DEPS_SANITIZERS=0
+provide "$root" clang-14
+expect_plan "Clang without its sanitizer runtime" "libclang-rt-14-dev"
+
 new_machine "${all_pkgs[@]}"
 expect_plan "g++ 10" "g++" FAKE_GCC_VERSION=10.2.1
 expect_plan "cmake 3.18" "cmake" FAKE_CMAKE_VERSION=3.18.4
 expect_plan "no compiler" "g++" CXX=no-such-compiler-xfunc
 new_machine
-expect_plan "an empty machine" "libboost-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin"
+expect_plan "an empty machine" "libboost-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config clang-14 libclang-rt-14-dev libbenchmark-dev libopenmpi-dev openmpi-bin"
 
 # ---- installing (with the fake apt-get and sudo) ------------------------------------------
 
-new_machine libboost1.81-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libopenmpi-dev openmpi-bin
+new_machine libboost1.81-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libopenblas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libopenmpi-dev openmpi-bin clang-14 libclang-rt-14-dev
 run_script
 [ "$rc" = 0 ] || { fail "install: exit status $rc"; echo "$out" >&2; }
 grep -q '^xfunc: all build dependencies are met$' <<<"$out" || fail "install: not met afterwards: $out"
@@ -293,7 +311,7 @@ if [ "$rc" != 0 ] || [ -s "$tmp/apt.log" ]; then
 fi
 
 # a package that does not provide what was missing: the script says so and fails
-new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin
+new_machine libboost1.81-dev xtl-dev libxsimd-dev libxtensor-dev libxtensor-blas-dev libzip-dev catch2 libdlpack-dev doxygen pkg-config libbenchmark-dev libopenmpi-dev openmpi-bin clang-14 libclang-rt-14-dev
 run_script FAKE_APT_BROKEN=1
 [ "$rc" != 0 ] || fail "install that provides nothing: exit status 0"
 grep -q 'still unmet after installing libopenblas-dev: \[OpenBLAS' <<<"$out" || fail "install that provides nothing: $out"

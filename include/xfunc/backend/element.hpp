@@ -79,26 +79,133 @@ XFUNC_ELEMENT_FN X select(const C& take, const X& a, const X& b) {
     else return std::name(x);                                  \
   }
 XFUNC_ELEMENT_UNARY(abs)
-XFUNC_ELEMENT_UNARY(exp)
 XFUNC_ELEMENT_UNARY(log)
 XFUNC_ELEMENT_UNARY(sin)
 XFUNC_ELEMENT_UNARY(cos)
 XFUNC_ELEMENT_UNARY(tan)
-XFUNC_ELEMENT_UNARY(tanh)
 XFUNC_ELEMENT_UNARY(sqrt)
 XFUNC_ELEMENT_UNARY(log1p)
-XFUNC_ELEMENT_UNARY(expm1)
-XFUNC_ELEMENT_UNARY(erf)
 #undef XFUNC_ELEMENT_UNARY
 
-#define XFUNC_ELEMENT_BINARY(name)                                    \
-  template <class X>                                                  \
-  XFUNC_ELEMENT_FN X name(const X& a, const X& b) {                                    \
-    if constexpr (backend::is_simd<X>::value) return xsimd::name(a, b); \
-    else return std::name(a, b);                                      \
+/// Whether x is NaN (false for integers).
+template <class X>
+XFUNC_ELEMENT_FN auto is_nan(const X& x) { return x != x; }
+
+/// f (a scalar std function) applied to each lane of register a (and b): for the rare registers
+/// that xsimd's function must not be given (NOTE: [Exponentials of double registers]).
+template <class F, class X>
+X lane_by_lane(F f, const X& a) {
+  alignas(64) value_t<X> v[X::size];
+  a.store_aligned(v);
+  for (std::size_t k = 0; k < X::size; ++k) v[k] = f(v[k]);
+  return X::load_aligned(v);
+}
+template <class F, class X>
+X lane_by_lane(F f, const X& a, const X& b) {
+  alignas(64) value_t<X> u[X::size], v[X::size];
+  a.store_aligned(u);
+  b.store_aligned(v);
+  for (std::size_t k = 0; k < X::size; ++k) u[k] = f(u[k], v[k]);
+  return X::load_aligned(u);
+}
+
+// NOTE: [Exponentials of double registers]
+// xsimd's exp, expm1, tanh, erf and pow on double registers turn the scaled argument into an
+// int64 exponent; where the instruction set has no packed double-to-int64 conversion (SSE2,
+// AVX2) that is a scalar cast per lane, undefined behaviour for a NaN, infinite or huge value
+// (clang's UBSan reports it; x86 happens to give INT64_MIN, which xsimd's final selects mask).
+// So these get an argument clamped to [-800, 800], where every result is already its limit
+// (exp(800) = inf, exp(-800) = 0, tanh and erf +-1, expm1(-800) = -1), and NaN lanes are put
+// back afterwards: no branch, so masked softmax rows full of -inf stay on the fast path (float
+// registers convert with a packed instruction and need no clamp). For both types xsimd's exp
+// also overflows to inf early (exp(709.7) and expf(88.5) are finite) and gives 0 where the
+// result is subnormal, where std::exp and torch give finite values; a register with a lane in
+// those narrow ranges goes lane by lane through std::exp. pow goes lane by lane through std::pow
+// where a double lane could overflow the exponent, or where a result is 0 or inf from a nonzero
+// base (rare: no cost otherwise).
+template <class X>
+XFUNC_ELEMENT_FN X clamp_exponent_arg(const X& x) {
+  const X hi(800.0), lo(-800.0);
+  const X below_hi = xsimd::select(x < hi, x, hi);  // NaN -> hi
+  return xsimd::select(below_hi > lo, below_hi, lo);
+}
+
+/// Whether every lane of x lies in [lo, hi] (false for a NaN lane).
+template <class X>
+bool all_within(const X& x, double lo, double hi) {
+  using T = value_t<X>;
+  return xsimd::all((x >= X(T(lo))) & (x <= X(T(hi))));
+}
+
+/// exp or expm1 of a register, as std gives them: lanes where xsimd's result is a normal number
+/// take xsimd's, the rest are mended (NOTE: [Exponentials of double registers]).
+template <class X, class Simd, class Std>
+X exponential(const X& x, Simd simd_fn, Std std_fn, bool subnormal_results) {
+  constexpr bool f64 = std::is_same_v<value_t<X>, double>;
+  const double under = f64 ? -708.0 : -87.0, over = f64 ? 709.0 : 88.0;
+  if (all_within(x, under, over)) return simd_fn(x);  // the fast path: one test per register
+  const auto overflow_edge = (x > X(over)) & (x < X(f64 ? 710.0 : 89.0));
+  const auto underflow_edge = (x < X(under)) & (x > X(f64 ? -746.0 : -104.0));
+  if (xsimd::any(subnormal_results ? (overflow_edge | underflow_edge) : overflow_edge)) return lane_by_lane(std_fn, x);
+  if constexpr (f64) return xsimd::select(is_nan(x), x, simd_fn(clamp_exponent_arg(x)));
+  else return simd_fn(x);
+}
+
+template <class X>
+XFUNC_ELEMENT_FN X exp(const X& x) {
+  if constexpr (backend::is_simd<X>::value) {
+    using T = value_t<X>;
+    return exponential(x, [](const X& v) { return xsimd::exp(v); }, [](T v) { return std::exp(v); }, true);
+  } else {
+    return std::exp(x);
   }
-XFUNC_ELEMENT_BINARY(pow)
-#undef XFUNC_ELEMENT_BINARY
+}
+
+template <class X>
+XFUNC_ELEMENT_FN X expm1(const X& x) {
+  if constexpr (backend::is_simd<X>::value) {
+    using T = value_t<X>;
+    return exponential(x, [](const X& v) { return xsimd::expm1(v); }, [](T v) { return std::expm1(v); }, false);
+  } else {
+    return std::expm1(x);
+  }
+}
+
+#define XFUNC_ELEMENT_SATURATING(name)                                                      \
+  template <class X>                                                                        \
+  XFUNC_ELEMENT_FN X name(const X& x) {                                                     \
+    if constexpr (backend::is_simd<X>::value && std::is_same_v<value_t<X>, double>) {       \
+      if (all_within(x, -800.0, 800.0)) return xsimd::name(x);                              \
+      return xsimd::select(is_nan(x), x, xsimd::name(clamp_exponent_arg(x)));               \
+    } else if constexpr (backend::is_simd<X>::value) {                                      \
+      return xsimd::name(x);                                                                \
+    } else {                                                                                \
+      return std::name(x);                                                                  \
+    }                                                                                       \
+  }
+XFUNC_ELEMENT_SATURATING(tanh)
+XFUNC_ELEMENT_SATURATING(erf)
+#undef XFUNC_ELEMENT_SATURATING
+
+/// a to the power b, as std::pow gives it (NOTE: [Exponentials of double registers]).
+template <class X>
+XFUNC_ELEMENT_FN X pow(const X& a, const X& b) {
+  if constexpr (backend::is_simd<X>::value) {
+    using T = value_t<X>;
+    auto by_lane = [&] { return lane_by_lane([](T u, T v) { return std::pow(u, v); }, a, b); };
+    if constexpr (std::is_same_v<T, double>) {
+      // |b * log2|a|| stays far inside int64 when both are finite and |b| <= 2^50
+      const X inf(std::numeric_limits<double>::infinity()), big(0x1p50);
+      if (xsimd::any((xsimd::abs(a) == inf) | is_nan(a) | !(xsimd::abs(b) <= big))) return by_lane();
+    }
+    // results at the ends of the range: xsimd flushes subnormals to 0 and overflows early
+    const X r = xsimd::pow(a, b), zero(T(0)), inf(std::numeric_limits<T>::infinity());
+    if (xsimd::any((a != zero) & ((r == zero) | (xsimd::abs(r) == inf)))) return by_lane();
+    return r;
+  } else {
+    return std::pow(a, b);
+  }
+}
 
 /// atan2(a, b) as std::atan2 (and torch) gives it: xsimd's returns NaN where both are zero or
 /// both infinite, so a register with such a lane is computed lane by lane (rare: no cost otherwise).
@@ -110,11 +217,7 @@ XFUNC_ELEMENT_FN X atan2(const X& a, const X& b) {
     const auto both_zero = (a == X(T(0))) & (b == X(T(0)));
     const auto both_inf = (xsimd::abs(a) == inf) & (xsimd::abs(b) == inf);
     if (!xsimd::any(both_zero | both_inf)) return xsimd::atan2(a, b);
-    alignas(64) T ya[X::size], xa[X::size];
-    a.store_unaligned(ya);
-    b.store_unaligned(xa);
-    for (std::size_t k = 0; k < X::size; ++k) ya[k] = std::atan2(ya[k], xa[k]);
-    return X::load_unaligned(ya);
+    return lane_by_lane([](T y, T x) { return std::atan2(y, x); }, a, b);
   } else {
     return std::atan2(a, b);
   }
@@ -126,10 +229,6 @@ XFUNC_ELEMENT_FN C either(const C& a, const C& b) {
   if constexpr (std::is_same_v<C, bool>) return a || b;
   else return a | b;
 }
-
-/// Whether x is NaN (false for integers).
-template <class X>
-XFUNC_ELEMENT_FN auto is_nan(const X& x) { return x != x; }
 
 /// The larger of a and b; NaN when either is NaN (as torch.maximum).
 template <class X>

@@ -8,6 +8,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include <xfunc/backend/element.hpp>
 #include <xfunc/backend/reduce.hpp>
 
 namespace xfunc::detail::backend {
@@ -45,7 +46,7 @@ T sum_exp_run(const T* p, std::int64_t n, T shift) {
     while (i + L <= m) {
       for (int k = 0; k < K; ++k) grp[k] = V(T(0));
       for (int g = 0; g < G && i + L <= m; ++g, i += L)
-        for (int k = 0; k < K; ++k) grp[k] += xsimd::exp(V::load_unaligned(q + i + k * W) - vs);
+        for (int k = 0; k < K; ++k) grp[k] += element::exp(V::load_unaligned(q + i + k * W) - vs);
       for (int k = 0; k < K; ++k) acc[k] += grp[k];
     }
     alignas(64) T lane[L];
@@ -67,7 +68,7 @@ void write_run(const T* x, std::int64_t n, T lse, T* out) {
   std::int64_t j = 0;
   for (; j + W <= n; j += W) {
     const V d = V::load_unaligned(x + j) - vl;
-    (N == normalization::softmax ? xsimd::exp(d) : d).store_unaligned(out + j);
+    (N == normalization::softmax ? element::exp(d) : d).store_unaligned(out + j);
   }
   for (; j < n; ++j) out[j] = N == normalization::softmax ? std::exp(x[j] - lse) : x[j] - lse;
 }
@@ -103,7 +104,7 @@ void normalize_arb(const T* x, std::int64_t A, std::int64_t R, std::int64_t B, T
         const T* row = xa + r * B;
         std::int64_t j = 0;
         for (; j + W <= B; j += W)
-          (V::load_unaligned(acc + j) + xsimd::exp(V::load_unaligned(row + j) - V::load_unaligned(shift.data() + j)))
+          (V::load_unaligned(acc + j) + element::exp(V::load_unaligned(row + j) - V::load_unaligned(shift.data() + j)))
               .store_unaligned(acc + j);
         for (; j < B; ++j) acc[j] += std::exp(row[j] - shift[static_cast<std::size_t>(j)]);
       }
