@@ -114,10 +114,11 @@ X lane_by_lane(F f, const X& a, const X& b) {
 // int64 exponent; where the instruction set has no packed double-to-int64 conversion (SSE2,
 // AVX2) that is a scalar cast per lane, undefined behaviour for a NaN, infinite or huge value
 // (clang's UBSan reports it; x86 happens to give INT64_MIN, which xsimd's final selects mask).
-// So these get an argument clamped to [-800, 800], where every result is already its limit
-// (exp(800) = inf, exp(-800) = 0, tanh and erf +-1, expm1(-800) = -1), and NaN lanes are put
-// back afterwards: no branch, so masked softmax rows full of -inf stay on the fast path (float
-// registers convert with a packed instruction and need no clamp). For both types xsimd's exp
+// So a register with a lane outside the ordinary range (one test per register) gets an argument
+// clamped to [-800, 800], where every result is already its limit (exp(800) = inf, exp(-800) = 0,
+// tanh and erf +-1, expm1(-800) = -1), with NaN lanes put back afterwards: still on registers, so
+// masked softmax rows full of -inf stay vectorised (float registers convert with a packed
+// instruction and need no clamp). For both types xsimd's exp
 // also overflows to inf early (exp(709.7) and expf(88.5) are finite) and gives 0 where the
 // result is subnormal, where std::exp and torch give finite values; a register with a lane in
 // those narrow ranges goes lane by lane through std::exp. pow goes lane by lane through std::pow
