@@ -4,6 +4,7 @@
 // xf_<op>_<dtype> (xf_exp_f32, xf_cast_f64_i64), the name the host side asks the module for
 // (include/xfunc/cuda/ops.hpp). Each kernel walks its elements with a grid-stride loop.
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include <xfunc/xfunc.hpp>
@@ -40,6 +41,11 @@ XFUNC_DEVICE inline long long operand_offset(const elementwise_args& a, int k, l
 }
 template <class T>
 XFUNC_DEVICE inline T input(const elementwise_args& a, int k, long long i) {
+  if (!a.in[k]) {  // a scalar in the arguments (NOTE: [Scalar operands])
+    T v;
+    memcpy(&v, &a.scalar_bits[k], sizeof(T));
+    return v;
+  }
   return static_cast<const T*>(a.in[k])[operand_offset(a, k, i)];
 }
 template <class O>

@@ -122,6 +122,43 @@ TEST_CASE("cuda tensors: ops, broadcasting, reductions, matrix products", "[cuda
        xf::matmul(b, m.narrow(1, 0, 1).squeeze(1).unsqueeze(1)));
 }
 
+TEST_CASE("scalar operands reach elementwise kernels by value, not through device memory", "[cuda]") {
+  // NOTE: [Scalar operands]: x * 2.0 allocates its result and nothing else on the device
+  auto& alloc = xf::detail::cuda::device_allocator();
+  const auto allocations = [&] {
+    const auto s = alloc.stats();
+    return s.driver_allocations + s.reuses;
+  };
+  const tensor a = xf::linspace(-2.0, 2.0, 12, xf::f64).reshape({3, 4});
+  const tensor ga = a.cuda();
+  const tensor warm = ga * 2.0;
+  const auto before = allocations();
+  const tensor twice = ga * 2.0;
+  CHECK(allocations() == before + 1);
+  same(twice, a * 2.0);
+  // on either side, in every elementwise kind, with the scalar's dtype promoted as on the cpu
+  same(2.0 - ga, 2.0 - a);
+  same(xf::scalar(3.0) / ga.transpose(0, 1), xf::scalar(3.0) / a.transpose(0, 1));
+  same(xf::pow(ga, xf::scalar(2.0)), xf::pow(a, xf::scalar(2.0)));
+  same(xf::maximum(ga, xf::scalar(0.5)), xf::maximum(a, xf::scalar(0.5)));
+  same(ga.to(xf::f32) + 0.25, a.to(xf::f32) + 0.25);
+  same(xf::where(ga > 0.0, ga, xf::scalar(-1.0)), xf::where(a > 0.0, a, xf::scalar(-1.0)));
+  same(xf::where(xf::scalar(true), ga, xf::scalar(-1.0)), a);
+  same(xf::logical_and(ga > 0.0, xf::scalar(true)).to(xf::i64), (a > 0.0).to(xf::i64));
+  same((ga <= xf::scalar(0.0)).to(xf::i64), (a <= xf::scalar(0.0)).to(xf::i64));
+  // int64 values a double could not hold, bit for bit
+  const std::int64_t big = (std::int64_t(1) << 53) + 1;
+  const tensor i = xf::arange(4);
+  CHECK(xf::equal((i.cuda() + xf::scalar(big)).cpu(), i + xf::scalar(big)));
+  CHECK((i.cuda() + xf::scalar(big)).cpu().select(0, 1).item<std::int64_t>() == big + 1);
+  // in place, through a strided view
+  tensor base = a.cuda().clone();
+  base.transpose(0, 1).narrow(0, 1, 2).mul_(xf::scalar(-3.0));
+  tensor expect = a.clone();
+  expect.transpose(0, 1).narrow(0, 1, 2).mul_(xf::scalar(-3.0));
+  same(base, expect);
+}
+
 TEST_CASE("large reductions split each output over many threads", "[cuda]") {
   // (NOTE: [Split reductions]: outputs of at least 256 elements are folded by several threads,
   // in levels of partial accumulators; the table's small samples never split)

@@ -9,10 +9,19 @@ namespace xfunc::detail::cuda {
 /// The most dimensions a kernel indexes (tensors with more are first made contiguous).
 inline constexpr int max_kernel_dims = 12;
 
+// NOTE: [Scalar operands]
+// A Python-like scalar (`x * 2.0`, `where(c, x, 0.0)`: a 0-d cpu tensor) reaches an elementwise
+// kernel in its arguments, not in device memory: uploading it would cost an allocation and a
+// copy to the device per call, as much as the launch itself for small tensors. Its in[k] is null
+// and its value's bytes (already in the kernel's compute dtype) are in scalar_bits[k]; every
+// thread reads that one value. The dispatcher hands 0-d cpu tensors as they are only to the ops
+// whose cuda kernels are elementwise (cuda_kernel_takes_scalars); the others get them uploaded.
+
 /// An elementwise kernel over `n` elements, the row-major order of `sizes`: element i of input
-/// k is at in[k] + sum over d of index_d(i) * strides[k][d] (0 where the input is broadcast), and
-/// goes to out + the same sum over strides[out_operand] (a fresh result is contiguous; a view
-/// written in place need not be). With `contiguous` set every operand is read and written at i.
+/// k is at in[k] + sum over d of index_d(i) * strides[k][d] (0 where the input is broadcast), or
+/// is the scalar in scalar_bits[k] where in[k] is null (NOTE: [Scalar operands]), and goes to out
+/// + the same sum over strides[out_operand] (a fresh result is contiguous; a view written in
+/// place need not be). With `contiguous` set every operand is read and written at i.
 inline constexpr int out_operand = 3;
 struct elementwise_args {
   long long n = 0;
@@ -23,6 +32,7 @@ struct elementwise_args {
   const void* in[3] = {};
   long long strides[4][max_kernel_dims] = {};  // inputs 0..2, then the output
   double scalar = 0, scalar2 = 0;  // a fill's value, pow's exponent, clamp's bounds
+  long long scalar_bits[3] = {};   // the value of input k where in[k] is null
   // index kernels: the extent n of the indexed dim and the stride along it of the indexed
   // tensor (gather: the input, read; scatter_add: the output, added into)
   long long index_n = 0, index_stride = 0;

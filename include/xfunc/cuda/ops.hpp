@@ -5,6 +5,7 @@
 /// when the program is built with xfunc::cuda (XFUNC_WITH_CUDA); registers itself at start-up.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
@@ -53,6 +54,13 @@ inline elementwise_args elementwise_layout(const tensor& out, std::initializer_l
   bool contiguous = backend::is_contiguous_layout(shape, out.impl()->strides);
   int k = 0;
   for (const tensor* t : in) {
+    if (t->device() == cpu) {  // a 0-d cpu tensor: a scalar, passed by value (NOTE: [Scalar operands])
+      const tensor v = backend::contiguous_as(*t, t->dtype());
+      v.impl()->prepare_access();
+      std::memcpy(&a.scalar_bits[k], first_byte(v), dtype_size(v.dtype()));
+      a.in[k++] = nullptr;  // (its strides stay 0: it broadcasts, and is read at no offset)
+      continue;
+    }
     a.in[k++] = first_byte(*t);
     const tensor_impl& p = *t->impl();
     contiguous = contiguous && p.shape == shape && backend::is_contiguous_layout(p.shape, p.strides);
@@ -94,7 +102,12 @@ inline elementwise_args elementwise_layout(const tensor& out, std::initializer_l
 /// out = kernel(in...) elementwise, for a fresh `out` of `shape`.
 inline tensor elementwise(const std::string& kernel, const shape_t& shape, dtype out_dt, std::initializer_list<const tensor*> in,
                           const char* op) {
-  const device d = (*in.begin())->device();
+  device d = cpu;  // the device of the first operand that is not a scalar (NOTE: [Scalar operands])
+  for (const tensor* t : in)
+    if (t->device() != cpu) {
+      d = t->device();
+      break;
+    }
   tensor out = empty_dense(shape, out_dt, d, op);
   if (out.numel() == 0) return out;
   const device_context c = context_of(d, op);
@@ -109,10 +122,14 @@ inline std::string cast_kernel(dtype from, dtype to) { return str_cat("xf_cast_"
 inline tensor convert(const tensor& x, dtype dt, const char* op) {
   return elementwise(cast_kernel(x.dtype(), dt), x.shape(), dt, {&x}, op);
 }
-/// x converted to dtype dt (itself when it has it). Kernels call the backend's own functions,
-/// never ops: an op called here would be traced by make_fx, and a view would be a copy under
+/// x converted to dtype dt (itself when it has it; a scalar operand, a 0-d cpu tensor, on the cpu:
+/// NOTE: [Scalar operands]). Kernels call the backend's own functions, never ops: an op called
+/// here would be traced by make_fx, and a view would be a copy under
 /// functionalize(remove::mutations_and_views) (NOTE: [Views as copies]).
-inline tensor as_dtype(const tensor& x, dtype dt, const char* op) { return x.dtype() == dt ? x : convert(x, dt, op); }
+inline tensor as_dtype(const tensor& x, dtype dt, const char* op) {
+  if (x.dtype() == dt) return x;
+  return x.device() == cpu ? backend::contiguous_as(x, dt) : convert(x, dt, op);
+}
 
 /// Writes src (broadcast to dst's shape, converted to its dtype) through dst's strides.
 inline void copy_into(const tensor& dst, const tensor& src, const char* op) {
@@ -529,6 +546,9 @@ template <class... D>
 void register_binary() { ((cuda_kernel_of<D> = &binary_kernel<D>), ...); }
 template <class... D>
 void register_comparison() { ((cuda_kernel_of<D> = &comparison_kernel<D>), ...); }
+/// Ops whose cuda kernels take 0-d cpu tensors by value (NOTE: [Scalar operands]).
+template <class... D>
+void takes_scalars() { ((cuda_kernel_takes_scalars<D> = true), ...); }
 
 /// Fills in the core's table and the ops' cuda kernels (once, at start-up).
 inline bool register_backend() {
@@ -559,6 +579,8 @@ inline bool register_backend() {
   cuda_kernel_of<bmm_op> = &bmm_kernel;
   cuda_kernel_of<softmax_op> = &normalize_kernel<softmax_op>;
   cuda_kernel_of<log_softmax_op> = &normalize_kernel<log_softmax_op>;
+  takes_scalars<add_op, sub_op, mul_op, maximum_op, minimum_op, div_op, pow_op, atan2_op, eq_op, ne_op, lt_op, le_op,
+                gt_op, ge_op, logical_and_op, logical_or_op, where_op>();
   return true;
 }
 /// Registers the backend before main (every translation unit that includes this header asks;

@@ -99,9 +99,9 @@ tensor view_as_copy(std::span<const tensor> in, const typename Op::attrs& a);
 // backend (include/xfunc/cuda/ops.hpp; NOTE: [Device backends]). Ops whose kernel never touches
 // data run their one kernel on every device: views (they only make new strides over the same
 // storage) and ops that say `device_generic = true` (xf::to between devices, flip). All tensor
-// arguments must be on that one device, except 0-d cpu tensors, which act as scalars and are
-// moved there. Transforms need nothing more: their rules call ops, which land here with plain
-// tensors on the device.
+// arguments must be on that one device, except 0-d cpu tensors, which act as scalars: moved
+// there, or passed by value to the elementwise kernels (NOTE: [Scalar operands]). Transforms
+// need nothing more: their rules call ops, which land here with plain tensors on the device.
 
 /// An op's kernel for one device kind.
 template <class Op>
@@ -109,6 +109,10 @@ using device_kernel_fn = tensor (*)(std::span<const tensor>, const typename Op::
 /// Op's cuda kernel (null: it has none, or the program is built without xfunc::cuda).
 template <class Op>
 inline device_kernel_fn<Op> cuda_kernel_of = nullptr;
+/// Whether Op's cuda kernel takes 0-d cpu tensors as they are, as scalars in its arguments
+/// (NOTE: [Scalar operands] in include/xfunc/cuda/kernel_args.hpp); others get them uploaded.
+template <class Op>
+inline bool cuda_kernel_takes_scalars = false;
 
 template <class Op>
 constexpr bool is_device_generic() {
@@ -149,7 +153,7 @@ tensor run_device_kernel(std::span<const tensor> in, const typename Op::attrs& a
     if (!k)
       fail(Op::name, ": has no cuda kernel yet (docs/cuda.md lists the ops that run on cuda tensors); "
            "compute it on the cpu, e.g. with .cpu() on its arguments");
-    if (!scalars) return k(in, a);
+    if (!scalars || cuda_kernel_takes_scalars<Op>) return k(in, a);
     tensor_list moved(in.begin(), in.end());
     for (auto& t : moved)  // (by the backend itself, not an op: make_fx would record one)
       if (t.impl() && t.impl()->dev == cpu) t = backend_of(d, Op::name).upload(t, d);
