@@ -1,7 +1,8 @@
 // The CUDA backend against its targets (issue 13; docs/performance.md), timed by hand: each
 // measurement synchronises the device, repeats, and reports the median. Prints a table of
 // figures and of ratios against baselines measured in the same process:
-//   x * a + b on 2^28 f32        effective bandwidth (8 bytes per element), target >= 3.9 TB/s
+//   x * a + b on 2^28 f32        effective bandwidth (8 bytes per element), target >= 3.9 TB/s;
+//                                one fused launch, and op by op (deferral off) for comparison
 //   row sums, 16384 x 16384 f32  bandwidth (4 bytes per element), target >= 3.5 TB/s
 //   matmul 8192^3 f32            against cuBLAS called directly on the same buffers, >= 0.95x
 //   per-example gradients        MLP 784-128-10, B = 4096: cuda against xfunc on the cpu (> 1x);
@@ -39,6 +40,9 @@ double median_s(int reps, const std::function<void()>& f) {
   return t[t.size() / 2];
 }
 
+/// Computes a deferred result on its device now (NOTE: [Fused device programs]).
+void settle(const tensor& t) { t.impl()->prepare_access(); }
+
 void row(const char* what, double value, const char* unit, const char* target, bool met) {
   std::printf("%-44s %12.3f %-6s  target %-14s %s\n", what, value, unit, target, met ? "met" : "NOT met");
 }
@@ -62,9 +66,13 @@ int main() {
     const std::int64_t n = std::int64_t(1) << 28;
     const tensor x = xf::ones({n}, xf::f32, xf::cuda);
     tensor out;
-    const double s = median_s(10, [&] { out = x * 2.0 + 1.0; });
+    const double s = median_s(10, [&] { settle(out = x * 2.0 + 1.0); });
     const double tbs = 8.0 * double(n) / s / 1e12;
     row("x * a + b, 2^28 f32 (effective)", tbs, "TB/s", ">= 3.9 TB/s", tbs >= 3.9);
+    const std::int64_t threshold = xf::detail::set_deferred_min_numel(0);  // op by op: two launches
+    const double eager = median_s(10, [&] { out = x * 2.0 + 1.0; });
+    xf::detail::set_deferred_min_numel(threshold);
+    std::printf("%-44s %12.3f x\n", "  op by op, time against the fused launch", eager / s);
   }
   {  // row sums
     const std::int64_t n = 16384;

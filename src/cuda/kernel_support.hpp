@@ -18,6 +18,7 @@
 
 #define XFUNC_KERNEL(name, Args) extern "C" __global__ void name(const Args a)
 #define XFUNC_DEVICE __device__
+#define XFUNC_UNROLL _Pragma("unroll")
 /// *p += v, atomically (several threads may add into one element).
 template <class T>
 __device__ inline void xfunc_atomic_add(T* p, T v) {
@@ -28,6 +29,11 @@ __device__ inline void xfunc_atomic_add(T* p, T v) {
 }
 #define XFUNC_THREAD_ID (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x)
 #define XFUNC_THREAD_COUNT (static_cast<long long>(gridDim.x) * blockDim.x)
+/// The P (16 bytes) at p, 16-byte aligned: one vector load on the GPU.
+template <class P>
+__device__ inline P load_aligned(const void* p) { return *static_cast<const P*>(p); }
+template <class P>
+__device__ inline void store_aligned(void* p, const P& v) { *static_cast<P*>(p) = v; }
 
 #else  // the host emulation (tests/cuda/fake_cuda)
 
@@ -61,9 +67,18 @@ struct kernel_registrar {
   static xfunc_emulation::kernel_registrar name##_registrar{name##_entry};                          \
   static void name##_body(const Args a)
 #define XFUNC_DEVICE
+#define XFUNC_UNROLL  // (the emulation runs one thread at a time: speed does not matter there)
 template <class T>
 inline void xfunc_atomic_add(T* p, T v) { *p += v; }  // (one thread at a time)
 #define XFUNC_THREAD_ID (::xfunc_emulation::thread_id)
 #define XFUNC_THREAD_COUNT (::xfunc_emulation::thread_count)
+template <class P>
+inline P load_aligned(const void* p) {
+  P v;
+  memcpy(&v, p, sizeof v);  // (no type punning on the host)
+  return v;
+}
+template <class P>
+inline void store_aligned(void* p, const P& v) { memcpy(p, &v, sizeof v); }
 
 #endif

@@ -14,6 +14,7 @@
 
 namespace xd = xfunc::detail;
 using xfunc::detail::cuda::elementwise_args;
+using xfunc::detail::cuda::fused_args;
 using xfunc::detail::cuda::random_args;
 using xfunc::detail::cuda::reduce_args;
 
@@ -102,6 +103,87 @@ struct clamp_fn {
 template <class T>
 XFUNC_DEVICE void logical_not(const elementwise_args& a) {
   for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT) output<bool>(a, i) = input<T>(a, 0, i) == T(0);
+}
+
+/// op(x, y) for the fused op numbered `op` (NOTE: [Fused device programs]); y is unused by unary ops.
+template <class T>
+XFUNC_DEVICE T fused_apply(int op, T x, T y) {
+  using xfunc::detail::cuda::fused_op;
+#define XFUNC_FUSED_UNARY_CASE(name) \
+  case static_cast<int>(fused_op::name): return static_cast<T>(element_fn<xd::name##_op>{}(x));
+#define XFUNC_FUSED_BINARY_CASE(name) \
+  case static_cast<int>(fused_op::name): return static_cast<T>(element_fn<xd::name##_op>{}(x, y));
+  switch (op) { XFUNC_CUDA_FUSED_OPS(XFUNC_FUSED_UNARY_CASE, XFUNC_FUSED_BINARY_CASE) }
+#undef XFUNC_FUSED_UNARY_CASE
+#undef XFUNC_FUSED_BINARY_CASE
+  return x;  // (the host numbers only the ops above)
+}
+/// Lane w of leaf j's values (a chain of selects, not an index: the packs stay in registers).
+template <class P>
+XFUNC_DEVICE auto leaf_lane(const P* in, int j, int w) {
+  return j == 0 ? in[0].v[w] : j == 1 ? in[1].v[w] : j == 2 ? in[2].v[w] : in[3].v[w];
+}
+/// The program's value for lane w of the leaves' packs `in`. The previous step's result is kept
+/// in a register (`last`); only results that a later step reads again go to `r` (keep).
+template <class T, class P>
+XFUNC_DEVICE T fused_element(const fused_args& a, const P* in, int w) {
+  static_assert(xfunc::detail::cuda::fused_max_leaves == 4, "leaf_lane selects among four leaves");
+  using form = xfunc::detail::step_form;
+  T r[xfunc::detail::cuda::fused_max_steps];
+  T last = 0;
+  for (int k = 0; k < a.n_steps; ++k) {
+    const xfunc::detail::cuda::fused_step& s = a.steps[k];
+    auto operand = [&](int code) {
+      return code < 0 ? leaf_lane(in, -1 - code, w) : code == k - 1 ? last : r[code];
+    };
+    const T x = s.form == static_cast<int>(form::scalar_left) ? static_cast<T>(s.scalar) : operand(s.a);
+    const T y = s.form == static_cast<int>(form::scalar_right) ? static_cast<T>(s.scalar) : operand(s.b);
+    last = fused_apply<T>(s.op, x, y);
+    if (s.keep) r[k] = last;
+  }
+  return last;
+}
+/// A fused program (NOTE: [Fused device programs]): work item p computes the 16 bytes of
+/// elements from p * W, through vector accesses when they are whole and aligned.
+template <class T>
+XFUNC_DEVICE void fused(const fused_args& a) {
+  constexpr int W = 16 / sizeof(T);
+  constexpr int L = xfunc::detail::cuda::fused_max_leaves;
+  struct alignas(16) pack {
+    T v[W];
+  };
+  const long long packs = (a.n + W - 1) / W;
+  for (long long p = XFUNC_THREAD_ID; p < packs; p += XFUNC_THREAD_COUNT) {
+    const long long i0 = p * W;
+    const int here = a.n - i0 < W ? static_cast<int>(a.n - i0) : W;
+    const bool vector = a.aligned && here == W;
+    // (every index into the packs is a constant once the loops are unrolled: they stay in registers)
+    pack in[L]{};
+XFUNC_UNROLL
+    for (int j = 0; j < L; ++j) {
+      if (j >= a.n_leaves) continue;
+      const T* l = static_cast<const T*>(a.leaves[j]) + i0;
+      if (vector) {
+        in[j] = load_aligned<pack>(l);
+      } else {
+XFUNC_UNROLL
+        for (int w = 0; w < W; ++w)
+          if (w < here) in[j].v[w] = l[w];
+      }
+    }
+    pack out{};
+XFUNC_UNROLL
+    for (int w = 0; w < W; ++w)
+      if (w < here) out.v[w] = fused_element<T>(a, in, w);
+    T* o = static_cast<T*>(a.out) + i0;
+    if (vector) {
+      store_aligned(o, out);
+    } else {
+XFUNC_UNROLL
+      for (int w = 0; w < W; ++w)
+        if (w < here) o[w] = out.v[w];
+    }
+  }
 }
 
 /// A negative index counts from the end (the host checked every index is in [-n, n)).
@@ -364,6 +446,9 @@ XFUNC_KERNEL(xf_gather_b8, elementwise_args) { gather<bool>(a); }
 XFUNC_FLOATING_REDUCTIONS(f32, float)
 XFUNC_FLOATING_REDUCTIONS(f64, double)
 // clang-format on
+
+XFUNC_KERNEL(xf_fused_f32, fused_args) { fused<float>(a); }
+XFUNC_KERNEL(xf_fused_f64, fused_args) { fused<double>(a); }
 
 #define XFUNC_NORMALIZE(dt, T)                                                       \
   XFUNC_KERNEL(xf_softmax_##dt, elementwise_args) { normalize<T, false>(a); }        \

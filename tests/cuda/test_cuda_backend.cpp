@@ -3,6 +3,7 @@
 // the fake driver and fake cuBLAS (tests/cuda/fake_cuda; NOTE: [Kernels compiled twice]); with
 // XFUNC_CUDA_DRIVER and XFUNC_CUBLAS_LIBRARY unset it runs on a GPU.
 #include <catch2/catch.hpp>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <cmath>
@@ -122,7 +123,26 @@ TEST_CASE("cuda tensors: ops, broadcasting, reductions, matrix products", "[cuda
        xf::matmul(b, m.narrow(1, 0, 1).squeeze(1).unsqueeze(1)));
 }
 
+namespace {
+/// Kernel launches so far, where the tests run on the fake driver (-1 on a GPU: not counted).
+long long fake_launches() {
+  const char* path = std::getenv("XFUNC_CUDA_DRIVER");
+  void* h = path ? dlopen(path, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  auto* count = h ? reinterpret_cast<long long (*)()>(dlsym(h, "xfunc_fake_cuda_launches")) : nullptr;
+  const long long n = count ? count() : -1;
+  if (h) dlclose(h);
+  return n;
+}
+/// The deferral threshold set for a scope (NOTE: [Deferred elementwise]).
+struct deferral_threshold {
+  std::int64_t saved;
+  explicit deferral_threshold(std::int64_t n) : saved(xf::detail::set_deferred_min_numel(n)) {}
+  ~deferral_threshold() { xf::detail::set_deferred_min_numel(saved); }
+};
+}  // namespace
+
 TEST_CASE("scalar operands reach elementwise kernels by value, not through device memory", "[cuda]") {
+  const deferral_threshold eager_only(0);  // the op-by-op kernels (not a fused program)
   // NOTE: [Scalar operands]: x * 2.0 allocates its result and nothing else on the device
   auto& alloc = xf::detail::cuda::device_allocator();
   const auto allocations = [&] {
@@ -157,6 +177,68 @@ TEST_CASE("scalar operands reach elementwise kernels by value, not through devic
   tensor expect = a.clone();
   expect.transpose(0, 1).narrow(0, 1, 2).mul_(xf::scalar(-3.0));
   same(base, expect);
+}
+
+
+TEST_CASE("pointwise chains on cuda run as one fused launch", "[cuda]") {
+  // NOTE: [Fused device programs]: bitwise the op-by-op launches, in one launch
+  const deferral_threshold defer_all(1);
+  auto program = [](const tensor& x) { return xf::exp(x * 0.5) - xf::sin(x) / (x + 3.0); };
+  for (xf::dtype dt : {xf::f32, xf::f64}) {
+    for (std::int64_t n : {1, 5, 1003, 4096}) {  // whole packs of 16 bytes and a tail
+      INFO(dt << ", " << n << " elements");
+      const tensor x = xf::linspace(-3.0, 3.0, n + 1, dt);
+      for (const tensor& gx : {x.cuda().narrow(0, 0, n), x.cuda().narrow(0, 1, n)}) {  // aligned, and not
+        tensor fused = program(gx);
+        CHECK(fused.impl()->deferred.load());
+        const long long launches = fake_launches();
+        const tensor got = fused.cpu();
+        if (launches >= 0) CHECK(fake_launches() == launches + 1);  // (the copy to the host is no launch)
+        tensor eager;
+        {
+          const deferral_threshold eager_only(0);
+          eager = program(gx);
+          CHECK_FALSE(eager.impl()->deferred.load());
+        }
+        CHECK(xf::equal(got, eager.cpu()));
+        CHECK(xf::allclose(got, program(gx.cpu()), 1e-5, 1e-6));
+      }
+    }
+  }
+  const tensor a = xf::linspace(-1.0, 1.0, 40, xf::f64).reshape({5, 8}), b = xf::cos(a), c = a * a, d = a + 0.5;
+  const tensor ga = a.cuda(), gb = b.cuda(), gc = c.cuda(), gd = d.cuda();
+  // four leaves; a value read twice, two steps apart (kept by the kernel); scalars on both sides
+  same(ga * gb + gc * gd, a * b + c * d);
+  const tensor t = ga * 2.0;
+  same((t + 1.0) * t, (a * 2.0 + 1.0) * (a * 2.0));
+  same(2.0 - xf::pow(gd + 1.0, gb) / xf::atan2(gc, gd + 1.0), 2.0 - xf::pow(d + 1.0, b) / xf::atan2(c, d + 1.0));
+  // a chain longer than one program (8 steps), and one with a fifth leaf
+  tensor g = ga, h = a;
+  for (int i = 0; i < 11; ++i) {
+    g = xf::tanh(g * 1.5 + 0.1);
+    h = xf::tanh(h * 1.5 + 0.1);
+  }
+  same(g, h);
+  const tensor e = a - 2.0;
+  same(ga + gb + gc + gd + e.cuda() * 3.0, a + b + c + d + e * 3.0);
+  // what is not fused: int64, comparisons, a one-element cuda operand (read on the device)
+  CHECK_FALSE((xf::arange(6).cuda() * 2).impl()->deferred.load());
+  same((ga > 0.0).to(xf::f64) * ga, (a > 0.0).to(xf::f64) * a);
+  same(ga * ga.reshape({40}).narrow(0, 3, 1), a * a.reshape({40}).narrow(0, 3, 1));
+  // every reader settles it: a reduction, a product (cuBLAS), a view, an in-place write, a copy
+  const tensor w = xf::linspace(0.0, 1.0, 24, xf::f64).reshape({8, 3});
+  same(xf::sum(ga * 3.0, {1}), xf::sum(a * 3.0, {1}));
+  same(xf::matmul(xf::exp(ga), w.cuda()), xf::matmul(xf::exp(a), w));
+  same((ga - 1.0).transpose(0, 1).narrow(0, 2, 3), (a - 1.0).transpose(0, 1).narrow(0, 2, 3));
+  tensor acc = ga.clone();
+  acc.add_(ga * ga);
+  same(acc, a + a * a);
+  // a write into a leaf first computes the programs that read it, from the old values
+  tensor leaf = ga.clone();
+  const tensor tripled = leaf * 3.0;
+  leaf.mul_(xf::scalar(-1.0));
+  same(tripled, a * 3.0);
+  same(leaf, -a);
 }
 
 TEST_CASE("large reductions split each output over many threads", "[cuda]") {

@@ -33,13 +33,18 @@ void binary_scalar_left_block(void* dst, const void*, const void* b, double s, s
                   elements<T>{static_cast<const T*>(b)});
 }
 
-/// Whether t can be read by a deferred program producing `shape` in dtype dt: a deferred
-/// tensor, or a contiguous dense cpu tensor of exactly that shape and dtype whose buffer no other
-/// library shares (it could write the buffer before the program runs: NOTE: [Memory shared with
-/// other libraries]).
-inline bool deferrable_operand(const tensor& t, const shape_t& shape, dtype dt) {
+/// Op D's number in the fused programs of a device (NOTE: [Fused device programs]), set by the
+/// CUDA backend at start-up; -1: D's steps are not fused there (a call computes eagerly).
+template <class D>
+inline int device_fused_op = -1;
+
+/// Whether t can be read by a deferred program on device `dev` producing `shape` in dtype dt: a
+/// deferred tensor, or a contiguous dense tensor of exactly that shape, dtype and device whose
+/// buffer no other library shares (it could write the buffer before the program runs: NOTE:
+/// [Memory shared with other libraries]).
+inline bool deferrable_operand(const tensor& t, const shape_t& shape, dtype dt, device dev) {
   const tensor_impl* p = t.impl();
-  if (!p->is_dense() || p->dev != cpu || p->dt != dt || p->shape != shape) return false;
+  if (!p->is_dense() || p->dev != dev || p->dt != dt || p->shape != shape) return false;
   if (p->deferred.load(std::memory_order_acquire)) return true;
   return is_contiguous_layout(p->shape, p->strides) && !p->store->shared_externally.load(std::memory_order_acquire);
 }
@@ -96,12 +101,15 @@ inline bool add_operand(deferred_value& v, const tensor& t, int& code) {
   return true;
 }
 
-/// The deferred result of one pointwise step over `operands` (one or two tensors), or an
-/// undefined tensor when the program would not fit (the caller then computes eagerly).
-inline tensor defer_step(std::span<const tensor> operands, const shape_t& shape, dtype dt,
-                         deferred_step::block_fn fn, double scalar) {
+/// The deferred result on device `dev` of `step` (its function or device op, form and scalar)
+/// over `operands` (one or two tensors), or an undefined tensor when the program would not fit
+/// (the caller then computes eagerly).
+inline tensor defer_step(std::span<const tensor> operands, const shape_t& shape, dtype dt, device dev,
+                         deferred_step step) {
   auto& reg = deferred_registry::instance();
   auto v = std::make_shared<deferred_value>();
+  v->dev = dev;
+  v->dt = dt;
   v->elem_size = dtype_size(dt);
   v->numel = numel_of(shape);
   std::lock_guard<std::mutex> lock(reg.m);
@@ -109,10 +117,12 @@ inline tensor defer_step(std::span<const tensor> operands, const shape_t& shape,
   for (std::size_t i = 0; i < operands.size(); ++i)
     if (!add_operand(*v, operands[i], codes[i])) return {};
   if (v->n_steps == deferred_value::max_steps) return {};
-  v->steps[v->n_steps++] = {fn, codes[0], operands.size() > 1 ? codes[1] : codes[0], scalar};
+  step.a = codes[0];
+  step.b = operands.size() > 1 ? codes[1] : codes[0];
+  v->steps[v->n_steps++] = step;
   auto impl = make_pooled<tensor_impl>();
   impl->dt = dt;
-  impl->dev = cpu;
+  impl->dev = dev;
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->pending = std::move(v);
@@ -123,18 +133,44 @@ inline tensor defer_step(std::span<const tensor> operands, const shape_t& shape,
   return tensor(std::move(impl));
 }
 
+/// The step of op D in form F for a program on device `dev` (one that fuses D) in dtype dt: a
+/// cpu step calls a block function of D::fn, a device step names D by device_fused_op.
+template <class D, step_form F>
+deferred_step step_of(dtype dt, device dev, double scalar) {
+  deferred_step s;
+  s.form = F;
+  s.scalar = scalar;
+  if (dev != cpu) {
+    s.device_op = device_fused_op<D>;
+    return s;
+  }
+  const bool f32 = dt == dtype::float32;
+  if constexpr (F == step_form::unary) s.fn = f32 ? &unary_block<D, float> : &unary_block<D, double>;
+  if constexpr (F == step_form::binary) s.fn = f32 ? &binary_block<D, float> : &binary_block<D, double>;
+  if constexpr (F == step_form::scalar_right)
+    s.fn = f32 ? &binary_scalar_right_block<D, float> : &binary_scalar_right_block<D, double>;
+  if constexpr (F == step_form::scalar_left)
+    s.fn = f32 ? &binary_scalar_left_block<D, float> : &binary_scalar_left_block<D, double>;
+  return s;
+}
+/// Whether `dev` fuses op D at all.
+template <class D>
+bool fuses(device dev) {
+  return dev == cpu || (dev.kind == device_kind::cuda && device_fused_op<D> >= 0);
+}
+
 /// Deferred y = D::fn(x), or undefined when the call does not qualify. (Deferral takes floating
 /// inputs only, and every unary op keeps a floating dtype.)
 template <class D>
 tensor defer_unary(const tensor& x) {
   const tensor_impl& p = *x.impl();
-  if (!deferral_applies(numel_of(p.shape), p.dt) || !deferrable_operand(x, p.shape, p.dt)) return {};
-  const auto fn = p.dt == dtype::float32 ? &unary_block<D, float> : &unary_block<D, double>;
-  return defer_step(std::span<const tensor>(&x, 1), p.shape, p.dt, fn, 0.0);
+  if (!deferral_applies(numel_of(p.shape), p.dt) || !fuses<D>(p.dev) || !deferrable_operand(x, p.shape, p.dt, p.dev))
+    return {};
+  return defer_step(std::span<const tensor>(&x, 1), p.shape, p.dt, p.dev, step_of<D, step_form::unary>(p.dt, p.dev, 0.0));
 }
 
-/// Deferred y = D::fn(a, b) (both of dtype dt; a one-element side becomes a scalar), or
-/// undefined when the call does not qualify.
+/// Deferred y = D::fn(a, b) (both of dtype dt; a one-element side becomes a scalar: a cpu tensor,
+/// read on the host), or undefined when the call does not qualify.
 template <class D>
 tensor defer_binary(const tensor& a, const tensor& b, dtype dt) {
   const std::int64_t na = numel_of(a.impl()->shape), nb = numel_of(b.impl()->shape);
@@ -142,23 +178,23 @@ tensor defer_binary(const tensor& a, const tensor& b, dtype dt) {
   const bool a_scalar = na == 1 && nb > 1, b_scalar = nb == 1 && na > 1;
   const tensor& big = a_scalar ? b : a;
   const shape_t& shape = big.shape();
-  if (!(broadcast_shapes(a.shape(), b.shape(), D::name) == shape)) return {};
-  if (!deferrable_operand(big, shape, dt)) return {};
+  const device dev = big.impl()->dev;
+  if (!fuses<D>(dev) || !(broadcast_shapes(a.shape(), b.shape(), D::name) == shape)) return {};
+  if (!deferrable_operand(big, shape, dt, dev)) return {};
   const tensor& small = a_scalar ? a : b;
-  if ((a_scalar || b_scalar) && !(small.impl()->is_dense() && small.impl()->dev == cpu)) return {};  // e.g. meta
+  if ((a_scalar || b_scalar) && !(small.impl()->is_dense() && small.impl()->dev == cpu)) return {};  // e.g. meta, cuda
   auto scalar_of = [&](const tensor& s) {
     return dt == dtype::float32 ? double(s.impl()->template data<float>()[0]) : s.impl()->template data<double>()[0];
   };
-  const bool f32 = dt == dtype::float32;
   if (b_scalar)
-    return defer_step(std::span<const tensor>(&a, 1), shape, dt,
-                      f32 ? &binary_scalar_right_block<D, float> : &binary_scalar_right_block<D, double>, scalar_of(b));
+    return defer_step(std::span<const tensor>(&a, 1), shape, dt, dev,
+                      step_of<D, step_form::scalar_right>(dt, dev, scalar_of(b)));
   if (a_scalar)
-    return defer_step(std::span<const tensor>(&b, 1), shape, dt,
-                      f32 ? &binary_scalar_left_block<D, float> : &binary_scalar_left_block<D, double>, scalar_of(a));
-  if (!deferrable_operand(b, shape, dt)) return {};
+    return defer_step(std::span<const tensor>(&b, 1), shape, dt, dev,
+                      step_of<D, step_form::scalar_left>(dt, dev, scalar_of(a)));
+  if (!deferrable_operand(b, shape, dt, dev)) return {};
   const tensor both[] = {a, b};
-  return defer_step(both, shape, dt, f32 ? &binary_block<D, float> : &binary_block<D, double>, 0.0);
+  return defer_step(both, shape, dt, dev, step_of<D, step_form::binary>(dt, dev, 0.0));
 }
 
 }  // namespace xfunc::detail::backend

@@ -21,8 +21,9 @@ namespace xfunc::detail {
 // NOTE: [Deferred elementwise]
 // `x * a + b` on 2^24 floats, computed op by op, streams memory twice: the product is written
 // out and read back. A hand-written loop streams it once. So, with no transform active (empty
-// layer stack, no make_fx trace), a floating pointwise op on contiguous cpu tensors of at least
-// deferred_min_numel() elements returns a *deferred* tensor: shape, dtype and device are final,
+// layer stack, no make_fx trace), a floating pointwise op on contiguous tensors of one device
+// (the cpu, or a cuda device: NOTE: [Fused device programs]) of at least deferred_min_numel()
+// elements returns a *deferred* tensor: shape, dtype and device are final,
 // but the storage is allocated and filled only when the data is first accessed. Its value is a
 // small program (deferred_value): up to max_steps block functions over up to max_leaves
 // materialised input tensors and scalars. An op whose tensor arguments are deferred copies their
@@ -31,9 +32,10 @@ namespace xfunc::detail {
 // Each step is the op's own elementwise function `fn` applied to a block (blocks start at
 // multiples of `block` elements, a multiple of every SIMD width, so the same elements take the
 // SIMD path as in eager evaluation: NOTE: [Element math]), so results are bitwise those of eager
-// evaluation. Correctness rests on
-// two rules, both enforced in tensor_impl::data():
-//  - reading a deferred tensor evaluates it first (every kernel reads through data());
+// evaluation. (A device program runs as one kernel launch instead, which calls the same `fn`
+// per element.) Correctness rests on two rules, both enforced in tensor_impl::prepare_access():
+//  - reading a deferred tensor evaluates it first (every kernel reads through data(), a device
+//    backend through device_data() or its own equivalent);
 //  - any access to a storage that a deferred program reads (a "leaf"), which may be a write
 //    (an in-place op, copy_), first evaluates every deferred tensor reading it, so a program
 //    never sees a later write. Leaves count their deferred readers; the live deferred tensors
@@ -45,10 +47,17 @@ namespace xfunc::detail {
 // deferred tensors can be shared between threads like any other. Set XFUNC_DEFERRED_MIN_NUMEL
 // (elements; 0 turns deferral off) to change the threshold.
 
-/// One step of a deferred program: dst[0..n) = op(a, b) for one block.
+/// How a step reads its operands: op(a), op(a, b), op(a, scalar) or op(scalar, b).
+enum class step_form : std::uint8_t { unary, binary, scalar_right, scalar_left };
+
+/// One step of a deferred program: dst[0..n) = op(a, b) for one block. A cpu program calls
+/// `fn`; a device program names the op by the device's own number for it, `device_op`
+/// (NOTE: [Fused device programs] in include/xfunc/cuda/kernel_args.hpp).
 struct deferred_step {
   using block_fn = void (*)(void* dst, const void* a, const void* b, double scalar, std::size_t n);
   block_fn fn = nullptr;
+  int device_op = -1;
+  step_form form = step_form::unary;
   int a = 0;  // operand codes: a register (>= 0: the result of that step) or a leaf (-1 - index)
   int b = 0;  // (unused by unary steps and the tensor side of tensor-scalar steps)
   double scalar = 0;
@@ -60,6 +69,8 @@ struct deferred_value {
   static constexpr std::size_t block = 1024;  // elements per block: a multiple of every SIMD width
   static constexpr std::size_t blocks_per_task = 16;  // blocks per thread-pool task
 
+  device dev = cpu;  // where the leaves are and the result goes
+  dtype dt = dtype::float32;
   std::size_t elem_size = 0;
   std::int64_t numel = 0;
   std::array<deferred_step, max_steps> steps{};
@@ -181,8 +192,15 @@ inline void settle_deferred(const tensor_impl& impl) {
   }
   std::lock_guard<std::mutex> evaluating(p->evaluating);
   if (!t.deferred.load(std::memory_order_acquire)) return;  // another thread settled it meanwhile
-  auto st = make_pooled<storage>(static_cast<std::size_t>(p->numel) * p->elem_size);
-  p->evaluate(st->data);
+  const auto bytes = static_cast<std::size_t>(p->numel) * p->elem_size;
+  std::shared_ptr<storage> st;
+  if (p->dev == cpu) {
+    st = make_pooled<storage>(bytes);
+    p->evaluate(st->data);
+  } else {  // one launch on the device's stream (NOTE: [Fused device programs])
+    st = make_pooled<storage>(p->dev, bytes, "xf");
+    backend_of(p->dev, "xf").evaluate_deferred(*p, st->data);
+  }
   std::lock_guard<std::mutex> lock(reg.m);
   t.store = std::move(st);
   p->release_leaves();  // now, so that a writer waiting for the readers of a leaf sees them gone

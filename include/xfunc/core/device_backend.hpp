@@ -11,6 +11,7 @@
 namespace xfunc {
 class tensor;
 namespace detail {
+struct deferred_value;
 
 // NOTE: [Device backends]
 // The core knows cuda tensors only through this table, which the CUDA backend fills in when the
@@ -39,6 +40,9 @@ struct device_backend {
   /// Fills a fresh contiguous floating tensor on the device from the Philox stream of `key` at
   /// block `offset`, uniform in [0, 1) or normal (NOTE: [Philox streams]): the cpu's values.
   void (*random)(const tensor& t, bool normal, std::uint64_t key, std::uint64_t offset) = nullptr;
+  /// Computes a deferred pointwise program of the device into `out`, a buffer of the device of
+  /// v.numel elements (NOTE: [Deferred elementwise]; null: the device defers nothing).
+  void (*evaluate_deferred)(const deferred_value& v, std::byte* out) = nullptr;
 };
 
 /// The CUDA backend's table (null in a program built without xfunc::cuda).

@@ -424,9 +424,11 @@ struct tensor_impl {
     prepare_access();
     return reinterpret_cast<T*>(store->data) + offset;
   }
-  /// The data on the tensor's own device (device backends; never dereferenced on the host).
+  /// The data on the tensor's own device (device backends; never dereferenced on the host), after
+  /// prepare_access (a deferred device value is computed first).
   template <class T>
   T* device_data() const {
+    prepare_access();
     return reinterpret_cast<T*>(store->data) + offset;
   }
   [[noreturn]] void fail_host_access() const {

@@ -74,6 +74,49 @@ struct reduce_args {
   const void* shift = nullptr;  // sum_exp: each output's largest value (n_out, contiguous)
 };
 
+// NOTE: [Fused device programs]
+// Outside transforms, a pointwise op on large contiguous cuda tensors is deferred as on the cpu
+// (NOTE: [Deferred elementwise] in include/xfunc/core/deferred.hpp): `y = x * a + b` becomes one
+// program, computed when y is first read by one launch of xf_fused_<dt>, which reads x and
+// writes y once (8 bytes per float, where two launches move 16). The kernel interprets the
+// program for each element: up to fused_max_steps steps over up to fused_max_leaves inputs of
+// the result's shape, each step calling the op's own per-element `fn` (the one its own kernel
+// calls) on values held by the thread, so the result is bitwise that of the op-by-op launches.
+// Each thread takes 16 bytes of every input and of the result (4 floats or 2 doubles), read and
+// written as one vector access when every buffer is 16-byte aligned (fresh ones are; a view at
+// an odd offset is not). The ops that fuse are those of XFUNC_CUDA_FUSED_OPS; an op's number is
+// its place in that list, on the host (backend::device_fused_op) and in the kernel alike.
+#define XFUNC_CUDA_FUSED_OPS(UNARY, BINARY)                                                                \
+  UNARY(neg) UNARY(abs) UNARY(sign) UNARY(relu) UNARY(square) UNARY(exp) UNARY(log) UNARY(sin) UNARY(cos) \
+  UNARY(tan) UNARY(tanh) UNARY(sigmoid) UNARY(sqrt) UNARY(rsqrt) UNARY(log1p) UNARY(expm1)                \
+  UNARY(reciprocal) UNARY(erf) BINARY(add) BINARY(sub) BINARY(mul) BINARY(maximum) BINARY(minimum)        \
+  BINARY(div) BINARY(pow) BINARY(atan2)
+#define XFUNC_CUDA_FUSED_NAME(op) op,
+enum class fused_op : int { XFUNC_CUDA_FUSED_OPS(XFUNC_CUDA_FUSED_NAME, XFUNC_CUDA_FUSED_NAME) };
+#undef XFUNC_CUDA_FUSED_NAME
+
+inline constexpr int fused_max_steps = 8;
+inline constexpr int fused_max_leaves = 4;
+/// A step of a fused program: r[k] = op(a, b), an operand being a step's result (code >= 0) or
+/// a leaf (-1 - index); `form` is a step_form (unary, binary, scalar on the right or the
+/// left, which then replaces operand a or b); `keep`: a step after the next reads r[k].
+struct fused_step {
+  int op = 0;
+  int form = 0;
+  int a = 0, b = 0;
+  int keep = 0;
+  double scalar = 0;
+};
+/// A fused program over n elements: the leaves and the result are contiguous, of one dtype.
+struct fused_args {
+  long long n = 0;
+  void* out = nullptr;
+  const void* leaves[fused_max_leaves] = {};
+  fused_step steps[fused_max_steps] = {};
+  int n_steps = 0, n_leaves = 0;
+  int aligned = 0;  // every leaf and `out` 16-byte aligned
+};
+
 /// rand / randn: n values into a contiguous `out` from the Philox stream of `key`, blocks
 /// offset, offset + 1, ... (NOTE: [Philox streams]); one work item per block.
 struct random_args {

@@ -35,9 +35,11 @@ inline std::string kernel_name(const char* op_name, dtype dt) {
 
 inline device_context context_of(device d, const char* op) { return context_for(d.index, op); }
 
-/// The address of t's first element (on its own device), as bytes.
+/// The address of t's first element (on its own device), as bytes; a deferred value is computed
+/// first, and so is every deferred value reading t's buffer (the caller may write it).
 inline std::byte* first_byte(const tensor& t) {
   const tensor_impl& p = *t.impl();
+  p.prepare_access();
   return p.store->data + p.offset * static_cast<std::int64_t>(dtype_size(p.dt));
 }
 
@@ -201,6 +203,7 @@ inline void write(const tensor& dst, const tensor& src, const char* op) {
 
 template <class D>
 tensor unary_kernel(std::span<const tensor> in, const no_attrs&) {
+  if (tensor r = backend::defer_unary<D>(in[0]); r.defined()) return r;  // NOTE: [Fused device programs]
   const dtype dt = in[0].dtype();
   const dtype c = D::keeps_dtype ? (dt == dtype::boolean ? dtype::int64 : dt) : promote_with_double(dt);
   const tensor x = as_dtype(in[0], c, D::name);
@@ -210,6 +213,8 @@ tensor unary_kernel(std::span<const tensor> in, const no_attrs&) {
 template <class D>
 tensor binary_kernel(std::span<const tensor> in, const no_attrs&) {
   const dtype c = D::compute_dtype(in[0].dtype(), in[1].dtype());
+  if constexpr (!D::types::bool_out)
+    if (tensor r = backend::defer_binary<D>(in[0], in[1], c); r.defined()) return r;  // NOTE: [Fused device programs]
   const dtype out_dt = D::types::bool_out ? dtype::boolean : c;
   const shape_t shape = broadcast_shapes(in[0].shape(), in[1].shape(), D::name);
   check_shape(shape, D::name, dtype_size(out_dt));
@@ -540,10 +545,35 @@ tensor normalize_kernel(std::span<const tensor> in, const normalize_attrs& a) {
   return out;
 }
 
-template <class... D>
-void register_unary() { ((cuda_kernel_of<D> = &unary_kernel<D>), ...); }
-template <class... D>
-void register_binary() { ((cuda_kernel_of<D> = &binary_kernel<D>), ...); }
+/// A deferred program of this device, computed into `out` by one launch (NOTE: [Fused device
+/// programs]). Its leaves are read through their buffers directly: settling them (first_byte)
+/// would find this very program among their readers.
+inline void evaluate_deferred(const deferred_value& v, std::byte* out) {
+  static_assert(fused_max_steps == deferred_value::max_steps && fused_max_leaves == deferred_value::max_leaves);
+  fused_args a;
+  a.n = v.numel;
+  a.out = out;
+  std::uintptr_t addresses = reinterpret_cast<std::uintptr_t>(out);
+  for (std::size_t j = 0; j < v.n_leaves; ++j) {
+    const tensor_impl& l = *v.leaves[j];
+    a.leaves[j] = l.store->data + l.offset * static_cast<std::int64_t>(v.elem_size);
+    addresses |= reinterpret_cast<std::uintptr_t>(a.leaves[j]);
+  }
+  a.n_leaves = static_cast<int>(v.n_leaves);
+  a.aligned = addresses % 16 == 0;
+  for (std::size_t k = 0; k < v.n_steps; ++k) {
+    const deferred_step& s = v.steps[k];
+    a.steps[k] = {s.device_op, static_cast<int>(s.form), s.a, s.b, 0, s.scalar};
+    // a result read by a step other than the next one is kept (the kernel holds the last in a register)
+    for (std::size_t later = k + 2; later < v.n_steps; ++later)
+      if (v.steps[later].a == static_cast<int>(k) || v.steps[later].b == static_cast<int>(k)) a.steps[k].keep = 1;
+  }
+  a.n_steps = static_cast<int>(v.n_steps);
+  const long long per_thread = 16 / static_cast<long long>(v.elem_size);
+  launch(context_of(v.dev, "xf"), str_cat("xf_fused_", dtype_tag(v.dt)), (a.n + per_thread - 1) / per_thread, a,
+         "a fused pointwise program (xf::add, xf::exp, ...)");
+}
+
 template <class... D>
 void register_comparison() { ((cuda_kernel_of<D> = &comparison_kernel<D>), ...); }
 /// Ops whose cuda kernels take 0-d cpu tensors by value (NOTE: [Scalar operands]).
@@ -552,12 +582,19 @@ void takes_scalars() { ((cuda_kernel_takes_scalars<D> = true), ...); }
 
 /// Fills in the core's table and the ops' cuda kernels (once, at start-up).
 inline bool register_backend() {
-  static const device_backend table{&allocate, &release, &upload,             &download,
-                                    &fill,     &write,   &synchronize_thread, &fill_random};
+  static const device_backend table{&allocate, &release,           &upload,      &download,         &fill,
+                                    &write,    &synchronize_thread, &fill_random, &evaluate_deferred};
   cuda_backend_slot() = &table;
-  register_unary<neg_op, abs_op, sign_op, relu_op, square_op, exp_op, log_op, sin_op, cos_op, tan_op, tanh_op,
-                 sigmoid_op, sqrt_op, rsqrt_op, log1p_op, expm1_op, reciprocal_op, erf_op>();
-  register_binary<add_op, sub_op, mul_op, maximum_op, minimum_op, div_op, pow_op, atan2_op>();
+  // the arithmetic ops: their kernels, and their numbers in fused programs (NOTE: [Fused device programs])
+#define XFUNC_CUDA_REGISTER(op, kernel)              \
+  cuda_kernel_of<op##_op> = &kernel<op##_op>; \
+  backend::device_fused_op<op##_op> = static_cast<int>(fused_op::op);
+#define XFUNC_CUDA_REGISTER_UNARY(op) XFUNC_CUDA_REGISTER(op, unary_kernel)
+#define XFUNC_CUDA_REGISTER_BINARY(op) XFUNC_CUDA_REGISTER(op, binary_kernel)
+  XFUNC_CUDA_FUSED_OPS(XFUNC_CUDA_REGISTER_UNARY, XFUNC_CUDA_REGISTER_BINARY)
+#undef XFUNC_CUDA_REGISTER_UNARY
+#undef XFUNC_CUDA_REGISTER_BINARY
+#undef XFUNC_CUDA_REGISTER
   register_comparison<eq_op, ne_op, lt_op, le_op, gt_op, ge_op, logical_and_op, logical_or_op>();
   cuda_kernel_of<where_op> = &where_kernel;
   cuda_kernel_of<to_dtype_op> = &to_dtype_kernel;
