@@ -436,6 +436,39 @@ TEST_CASE("deferred pointwise programs: parallel blocks, bitwise those of eager 
   }
 }
 
+TEST_CASE("transposed copies into large destinations take streaming stores", "[backend][copy]") {
+  // NOTE: [Streaming stores]: destinations of 4 MiB and more, whole register blocks and edges, a
+  // fresh buffer and views whose rows are (or are not) aligned to a register's width
+  auto check = [](const xf::tensor& x, const xf::tensor& got, std::int64_t ld, std::int64_t from) {
+    xf::detail::visit_dtype(x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const std::int64_t r = x.size(0), c = x.size(1);
+      const T* s = x.impl()->template data<T>();
+      const T* d = got.impl()->template data<T>();
+      std::int64_t bad = 0;
+      for (std::int64_t i = 0; i < c; ++i)
+        for (std::int64_t j = 0; j < r; ++j) bad += d[i * ld + from + j] != s[j * c + i];
+      CHECK(bad == 0);
+    });
+  };
+  for (xf::dtype dt : {xf::f32, xf::f64, xf::i64})
+    for (const xf::shape_t& shape : {xf::shape_t{1024, 1024}, xf::shape_t{1031, 1030}}) {
+      INFO(dt << ", " << shape[0] << " x " << shape[1]);
+      const xf::tensor x = random_of(shape, dt);
+      const xf::tensor k = same_at_every_thread_count([&] { return x.t().contiguous(); });
+      check(x, k, shape[0], 0);
+      for (std::int64_t pad : {16, 7}) {  // rows of ld = n + pad elements, from column pad
+        INFO("into a view, row length " << shape[0] + pad);
+        const xf::tensor big = same_at_every_thread_count([&] {
+          xf::tensor b = xf::zeros({shape[1], shape[0] + pad}, dt);
+          b.narrow(1, pad, shape[0]).copy_(x.t());
+          return b;
+        });
+        check(x, big, shape[0] + pad, pad);
+      }
+    }
+}
+
 TEST_CASE("write_through: in-place writes through strided views", "[backend][inplace]") {
   for (xf::dtype dt : all_dtypes) {
     INFO(dt);
