@@ -54,16 +54,63 @@ XFUNC_DEVICE inline O& output(const elementwise_args& a, long long i) {
   return static_cast<O*>(a.out)[operand_offset(a, xfunc::detail::cuda::out_operand, i)];
 }
 
+/// 16 bytes of T, aligned: one vector load or store on the GPU.
+template <class T>
+struct alignas(16) pack16 {
+  static constexpr int size = 16 / static_cast<int>(sizeof(T));
+  T v[size];
+};
+
+/// out = g(x, w) for whole packs of 16 bytes, x the K input packs and w the lane, when every
+/// operand is read at the output's index (contiguous) and every buffer is 16-byte aligned; a
+/// scalar operand fills its pack. Returns where the elements it did not compute start (0 when it
+/// computed none, n - n % W after the packs): the caller's loop does those.
+template <class T, int K, class G>
+XFUNC_DEVICE long long map_packs(const elementwise_args& a, G g) {
+  using P = pack16<T>;
+  if (!a.contiguous) return 0;
+  std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(a.out);
+  for (int k = 0; k < K; ++k) bits |= reinterpret_cast<std::uintptr_t>(a.in[k]);  // (a scalar's is null)
+  if (bits % 16 != 0) return 0;
+  const long long packs = a.n / P::size;
+  for (long long p = XFUNC_THREAD_ID; p < packs; p += XFUNC_THREAD_COUNT) {
+    P x[K];
+XFUNC_UNROLL
+    for (int k = 0; k < K; ++k) {
+      if (a.in[k]) {
+        x[k] = load_aligned<P>(static_cast<const T*>(a.in[k]) + p * P::size);
+      } else {
+        const T s = input<T>(a, k, 0);
+XFUNC_UNROLL
+        for (int w = 0; w < P::size; ++w) x[k].v[w] = s;
+      }
+    }
+    P y;
+XFUNC_UNROLL
+    for (int w = 0; w < P::size; ++w) y.v[w] = g(x, w);
+    store_aligned(static_cast<T*>(a.out) + p * P::size, y);
+  }
+  return packs * P::size;
+}
+
+// The op-by-op kernels: whole 16-byte packs where map_packs can take them (the result has the
+// inputs' type), then element by element.
 template <class D, class T, class O>
 XFUNC_DEVICE void unary(const elementwise_args& a) {
   const element_fn<D> f{};
-  for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
+  long long from = 0;
+  if constexpr (std::is_same_v<T, O>)
+    from = map_packs<T, 1>(a, [&](const pack16<T>* x, int w) { return static_cast<T>(f(x[0].v[w])); });
+  for (long long i = from + XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
     output<O>(a, i) = static_cast<O>(f(input<T>(a, 0, i)));
 }
 template <class D, class T, class O>
 XFUNC_DEVICE void binary(const elementwise_args& a) {
   const element_fn<D> f{};
-  for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
+  long long from = 0;
+  if constexpr (std::is_same_v<T, O>)
+    from = map_packs<T, 2>(a, [&](const pack16<T>* x, int w) { return static_cast<T>(f(x[0].v[w], x[1].v[w])); });
+  for (long long i = from + XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
     output<O>(a, i) = static_cast<O>(f(input<T>(a, 0, i), input<T>(a, 1, i)));
 }
 template <class T, class O>
@@ -147,11 +194,9 @@ XFUNC_DEVICE T fused_element(const fused_args& a, const P* in, int w) {
 /// elements from p * W, through vector accesses when they are whole and aligned.
 template <class T>
 XFUNC_DEVICE void fused(const fused_args& a) {
-  constexpr int W = 16 / sizeof(T);
+  using pack = pack16<T>;
+  constexpr int W = pack::size;
   constexpr int L = xfunc::detail::cuda::fused_max_leaves;
-  struct alignas(16) pack {
-    T v[W];
-  };
   const long long packs = (a.n + W - 1) / W;
   for (long long p = XFUNC_THREAD_ID; p < packs; p += XFUNC_THREAD_COUNT) {
     const long long i0 = p * W;
