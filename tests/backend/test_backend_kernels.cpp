@@ -682,6 +682,24 @@ TEST_CASE("gather and scatter_add: every dim, strided and expanded operands, bit
     std::int64_t k = static_cast<std::int64_t>(value_at(row_idx, i));
     return value_at(t, ravel({k < 0 ? k + 200 : k, pos[1]}, t.shape()));
   });
+  // chunks of indices with and without negative ones (each takes its own loop: NOTE: [Index
+  // kernels]): rows of 1000 along dim 1, all non-negative, negative only in the last chunk or
+  // only at the first position; the same along a strided dim 0
+  {
+    const xf::tensor src = xf::randn({3, 1000}, xf::f64);
+    xf::tensor idx = random_index({3, 1000}, 1000);
+    std::int64_t* p = idx.impl()->data<std::int64_t>();
+    for (std::int64_t i = 0; i < 3000; ++i) p[i] += p[i] < 0 ? 1000 : 0;
+    p[1000 + 900] -= 1000;
+    p[2000] -= 1000;
+    for (const xf::tensor& x : {src, src.t().contiguous().t()}) {
+      const xf::tensor r = same_at_every_thread_count([&] { return xf::gather(x, 1, idx); });
+      check_elements(r, [&](std::int64_t i) {
+        const std::int64_t k = p[i];
+        return value_at(x, (i / 1000) * 1000 + (k < 0 ? k + 1000 : k));
+      });
+    }
+  }
   // the first bad index in row-major order is reported, at every thread count
   xf::tensor bad = xf::zeros({512, 512}, xf::i64);
   bad.impl()->data<std::int64_t>()[400 * 512 + 3] = 999;

@@ -3,6 +3,8 @@
 // broadcast inputs, empty and one-element tensors, every dtype; results bitwise identical for
 // 1, 2 and 3 threads; float32 sums accurate to a few units of rounding.
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -194,6 +196,63 @@ TEST_CASE("reduction kernels: float32 sums are accurate (blocked, pairwise)", "[
   const xf::tensor cols = xf::full({n / 16, 16}, 0.1, xf::f32);
   // columns: blocks of max(64, 4096 / columns) rows summed in order, the blocks pairwise
   CHECK(std::abs(xf::sum(cols, {0}).select(0, 7).item<float>() - exact / 16) / (exact / 16) < 2e-5);
+}
+
+namespace {
+/// combine_lanes (the lanes of a register joined inside it, by swizzles) against
+/// combine_pairwise over the stored lanes, bit for bit, on `lanes` values.
+template <class M, class T>
+bool lane_tree_matches(const std::vector<T>& lanes) {
+  namespace be = xf::detail::backend;
+  using V = be::simd<T>;
+  std::vector<T> parts(lanes);
+  be::combine_pairwise<M>(parts.data(), static_cast<std::int64_t>(parts.size()));
+  const T got = be::combine_lanes<M>(V::load_unaligned(lanes.data())).get(0);
+  return std::memcmp(&got, &parts[0], sizeof(T)) == 0;
+}
+
+template <class T>
+void check_lane_tree() {
+  namespace be = xf::detail::backend;
+  constexpr std::size_t W = be::simd<T>::size;
+  std::mt19937 gen(7);
+  // magnitudes spread over many binades, so that another tree would round differently
+  std::uniform_real_distribution<double> u(-1.0, 1.0), e(-20.0, 20.0);
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<T> lanes(W);
+    for (auto& v : lanes) v = static_cast<T>(u(gen) * std::exp2(e(gen)));
+    CHECK(lane_tree_matches<be::sum_math>(lanes));
+    CHECK(lane_tree_matches<be::prod_math>(lanes));
+    CHECK(lane_tree_matches<be::norm_math>(lanes));
+    CHECK(lane_tree_matches<be::extreme_math<true>>(lanes));
+    CHECK(lane_tree_matches<be::extreme_math<false>>(lanes));
+  }
+  // a NaN, or an infinity, in each lane: the same lane wins as in the scalar tree
+  for (T special : {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity()})
+    for (std::size_t at = 0; at < W; ++at) {
+      std::vector<T> lanes(W, T(0.5));
+      lanes[at] = special;
+      CHECK(lane_tree_matches<be::sum_math>(lanes));
+      CHECK(lane_tree_matches<be::extreme_math<true>>(lanes));
+      CHECK(lane_tree_matches<be::extreme_math<false>>(lanes));
+    }
+}
+}  // namespace
+
+TEST_CASE("reduction kernels: a register's lanes are joined in the documented pairwise tree", "[ops][reduction]") {
+  // the in-register tree (NOTE: [Reduction engine]) must give the scalar tree's bits, or results
+  // would depend on which of the two a row's length sends it to
+  check_lane_tree<float>();
+  check_lane_tree<double>();
+  // rows whose tails take the scalar lanes first, and rows without a tail, agree with the
+  // double-precision loops
+  for (std::int64_t n : {1, 3, 15, 16, 17, 63, 64, 65, 2047, 2048, 4097}) {
+    INFO("rows of " << n);
+    const xf::tensor x = values({5, n});
+    CHECK(xf::allclose(xf::sum(x, {1}).to(xf::f64), reference(x, {1}, "sum"), 1e-5, 1e-5));
+    CHECK(xf::equal(xf::amax(x, {1}).to(xf::f64), reference(x, {1}, "amax")));
+    CHECK(xf::equal(xf::amin(x, {1}).to(xf::f64), reference(x, {1}, "amin")));
+  }
 }
 
 TEST_CASE("special values as torch 1.13 gives them", "[ops][reduction][nan]") {

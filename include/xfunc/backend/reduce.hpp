@@ -88,7 +88,9 @@ struct extreme_math {
     // accumulator stays; a NaN x is selected explicitly, off the accumulator's dependency chain
     if constexpr (is_simd<A>::value) return xsimd::select(x != x, x, Max ? xsimd::max(x, a) : xsimd::min(x, a));
     // (scalars: the lanes of every chunk go through here, on random data)
-    else return select_bits((Max ? x > a : x < a) || x != x, x, a);
+    // (`|`, not `||`: the scalar lanes of a chunk's tail meet random data, and a branch there
+    // mispredicts)
+    else return select_bits((Max ? x > a : x < a) | (x != x), x, a);
   }
   template <class A>
   static A combine(A a, A b) { return fold(a, b); }
@@ -137,11 +139,33 @@ void combine_vectors_pairwise(T* v, std::int64_t n, std::int64_t b) {
     for (std::int64_t i = 0; i + step < n; i += 2 * step) fold_vectors<M, false>(v + i * b, v + (i + step) * b, b);
 }
 
+/// Lane i's partner at one step of a pairwise tree: lane i ^ Step.
+template <unsigned Step>
+struct lane_partner {
+  static constexpr unsigned get(unsigned i, unsigned) { return i ^ Step; }
+};
+
+/// The lanes of v joined pairwise in combine_pairwise's tree (lane i with lane i + step, for
+/// step 1, 2, 4, ...) inside the register: each step combines v with v's lanes swapped by a
+/// swizzle, so lane 0 ends with the same value, bit for bit, without the scalar combines (for
+/// amax they were compare-and-branch on random data: a misprediction per row).
+template <class M, class V, unsigned Step = 1>
+V combine_lanes(V v) {
+  if constexpr (Step >= V::size) {
+    return v;
+  } else {
+    using T = typename V::value_type;
+    using I = xsimd::batch<std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>, typename V::arch_type>;
+    return combine_lanes<M, V, Step * 2>(M::combine(v, xsimd::swizzle(v, xsimd::make_batch_constant<I, lane_partner<Step>>())));
+  }
+}
+
 /// One chunk (n <= chunk) of a contiguous run: folded into simd_accumulators SIMD registers,
 /// 16 registers' worth at a time into a group that then joins them; the registers are then
 /// joined pairwise into one, which takes the remaining whole registers, and its lanes (with the
-/// last elements folded round-robin into them) are combined pairwise. `Fold` selects the first
-/// pass (elements: fold) or a later one (accumulators: combine).
+/// last elements folded round-robin into them) are combined pairwise (combine_lanes for the
+/// floating types). `Fold` selects the first pass (elements: fold) or a later one
+/// (accumulators: combine).
 template <class M, bool Fold, class T>
 T fold_chunk(const T* p, std::int64_t n) {
   using V = simd<T>;
@@ -156,15 +180,24 @@ T fold_chunk(const T* p, std::int64_t n) {
       XFUNC_DETAIL_UNROLL for (int k = 0; k < K; ++k) grp[k] = step(grp[k], V::load_unaligned(p + i + k * W));
     XFUNC_DETAIL_UNROLL for (int k = 0; k < K; ++k) acc[k] = M::combine(acc[k], grp[k]);
   }
-  // joining registers before lanes keeps the scalar work per chunk at W - 1 combines, which
+  // joining registers before lanes leaves one register's W lanes to join per chunk, which
   // matters for short runs (a row of 2048 floats is 32 registers)
   combine_pairwise<M>(acc, K);
   for (; i + W <= n; i += W) acc[0] = step(acc[0], V::load_unaligned(p + i));
   alignas(64) T lane[W];
-  acc[0].store_aligned(lane);
-  for (int j = 0; i < n; ++i, ++j) lane[j] = step(lane[j], p[i]);
-  combine_pairwise<M>(lane, W);
-  return lane[0];
+  if constexpr (simd_elements<T>) {  // (xsimd swizzles the floating types on every architecture)
+    if (i < n) {
+      acc[0].store_aligned(lane);
+      for (int j = 0; i < n; ++i, ++j) lane[j] = step(lane[j], p[i]);
+      acc[0] = V::load_aligned(lane);
+    }
+    return combine_lanes<M>(acc[0]).get(0);
+  } else {
+    acc[0].store_aligned(lane);
+    for (int j = 0; i < n; ++i, ++j) lane[j] = step(lane[j], p[i]);
+    combine_pairwise<M>(lane, W);
+    return lane[0];
+  }
 }
 
 /// A contiguous run of r elements: chunk partials (in parallel when `split`) combined pairwise.
