@@ -24,7 +24,8 @@ namespace xfunc::detail::backend {
 // (index_add of narrow rows along dim 0, say), scatter_add runs on one thread.
 // An index out of range is reported for the first bad position in row-major order, whichever
 // task finds it, so the message does not depend on the thread count either. gather checks a
-// chunk of indices (vectorised) before it reads through them, so its read loop has no test;
+// chunk of indices (vectorised) before it reads through them, so its read loop has no test, and
+// no wrap of negative indices when the chunk has none;
 // scatter_add tests each index as it adds and stops a unit at the first bad one (the op fails,
 // so what it added is never seen).
 inline constexpr std::int64_t index_grain = std::int64_t(1) << 14;
