@@ -2,6 +2,13 @@
 // state (layer stack, level counter, RNG, once-flags) is shared, not duplicated.
 #include <xfunc/xfunc.hpp>
 
+// The whole library must not pull <immintrin.h> (58k lines, a second of every user's compile) into
+// a build that does not target AVX: xsimd takes only the SSE headers there, and so must we.
+// (_IMMINTRIN_H_INCLUDED is GCC's include guard, __IMMINTRIN_H clang's.)
+#if !defined(__AVX__) && (defined(_IMMINTRIN_H_INCLUDED) || defined(__IMMINTRIN_H))
+#error "<xfunc/xfunc.hpp> includes <immintrin.h> in a build without AVX (see backend/strided.hpp)"
+#endif
+
 namespace xf = xfunc;
 
 std::size_t depth_seen_from_b();
