@@ -54,68 +54,76 @@ XFUNC_DEVICE inline O& output(const elementwise_args& a, long long i) {
   return static_cast<O*>(a.out)[operand_offset(a, xfunc::detail::cuda::out_operand, i)];
 }
 
-/// 16 bytes of T, aligned: one vector load or store on the GPU.
-template <class T>
-struct alignas(16) pack16 {
-  static constexpr int size = 16 / static_cast<int>(sizeof(T));
-  T v[size];
+/// N elements of T aligned to their whole size (a power of two): vector accesses on the GPU.
+template <class T, int N>
+struct alignas(sizeof(T) * N) lanes_of {
+  T v[N];
 };
+/// How many T make 16 bytes.
+template <class T>
+inline constexpr int lanes16 = 16 / static_cast<int>(sizeof(T));
+/// 16 bytes of T: one vector load or store.
+template <class T>
+using pack16 = lanes_of<T, lanes16<T>>;
 
-/// out = g(x, w) for whole packs of 16 bytes, x the K input packs and w the lane, when every
-/// operand is read at the output's index (contiguous) and every buffer is 16-byte aligned; a
+/// out = g(x, w) for whole packs of 16 bytes of input, x the K input packs and w the lane, when
+/// every operand is read at the output's index (contiguous), every input buffer is 16-byte
+/// aligned and the output is aligned to its pack of W results of type O (16 bytes when the op
+/// keeps the type, 4 bytes of bool for a float comparison, 32 for a float-to-double cast); a
 /// scalar operand fills its pack. Returns where the elements it did not compute start (0 when it
 /// computed none, n - n % W after the packs): the caller's loop does those.
-template <class T, int K, class G>
+template <class T, int K, class O = T, class G>
 XFUNC_DEVICE long long map_packs(const elementwise_args& a, G g) {
   using P = pack16<T>;
+  constexpr int W = lanes16<T>;
+  using Q = lanes_of<O, W>;
   if (!a.contiguous) return 0;
-  std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(a.out);
+  std::uintptr_t bits = 0;
   for (int k = 0; k < K; ++k) bits |= reinterpret_cast<std::uintptr_t>(a.in[k]);  // (a scalar's is null)
-  if (bits % 16 != 0) return 0;
-  const long long packs = a.n / P::size;
+  if (bits % 16 != 0 || reinterpret_cast<std::uintptr_t>(a.out) % sizeof(Q) != 0) return 0;
+  const long long packs = a.n / W;
   for (long long p = XFUNC_THREAD_ID; p < packs; p += XFUNC_THREAD_COUNT) {
     P x[K];
 XFUNC_UNROLL
     for (int k = 0; k < K; ++k) {
       if (a.in[k]) {
-        x[k] = load_aligned<P>(static_cast<const T*>(a.in[k]) + p * P::size);
+        x[k] = load_aligned<P>(static_cast<const T*>(a.in[k]) + p * W);
       } else {
         const T s = input<T>(a, k, 0);
 XFUNC_UNROLL
-        for (int w = 0; w < P::size; ++w) x[k].v[w] = s;
+        for (int w = 0; w < W; ++w) x[k].v[w] = s;
       }
     }
-    P y;
+    Q y;
 XFUNC_UNROLL
-    for (int w = 0; w < P::size; ++w) y.v[w] = g(x, w);
-    store_aligned(static_cast<T*>(a.out) + p * P::size, y);
+    for (int w = 0; w < W; ++w) y.v[w] = g(x, w);
+    store_aligned(static_cast<O*>(a.out) + p * W, y);
   }
-  return packs * P::size;
+  return packs * W;
 }
 
-// The op-by-op kernels: whole 16-byte packs where map_packs can take them (the result has the
-// inputs' type), then element by element.
+// The op-by-op kernels: whole 16-byte packs of input where map_packs can take them (for
+// comparisons and casts too: their results are packs of another type), then element by element.
 template <class D, class T, class O>
 XFUNC_DEVICE void unary(const elementwise_args& a) {
   const element_fn<D> f{};
-  long long from = 0;
-  if constexpr (std::is_same_v<T, O>)
-    from = map_packs<T, 1>(a, [&](const pack16<T>* x, int w) { return static_cast<T>(f(x[0].v[w])); });
+  const long long from =
+      map_packs<T, 1, O>(a, [&](const pack16<T>* x, int w) { return static_cast<O>(f(x[0].v[w])); });
   for (long long i = from + XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
     output<O>(a, i) = static_cast<O>(f(input<T>(a, 0, i)));
 }
 template <class D, class T, class O>
 XFUNC_DEVICE void binary(const elementwise_args& a) {
   const element_fn<D> f{};
-  long long from = 0;
-  if constexpr (std::is_same_v<T, O>)
-    from = map_packs<T, 2>(a, [&](const pack16<T>* x, int w) { return static_cast<T>(f(x[0].v[w], x[1].v[w])); });
+  const long long from =
+      map_packs<T, 2, O>(a, [&](const pack16<T>* x, int w) { return static_cast<O>(f(x[0].v[w], x[1].v[w])); });
   for (long long i = from + XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
     output<O>(a, i) = static_cast<O>(f(input<T>(a, 0, i), input<T>(a, 1, i)));
 }
 template <class T, class O>
 XFUNC_DEVICE void cast(const elementwise_args& a) {
-  for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
+  const long long from = map_packs<T, 1, O>(a, [](const pack16<T>* x, int w) { return static_cast<O>(x[0].v[w]); });
+  for (long long i = from + XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT)
     output<O>(a, i) = static_cast<O>(input<T>(a, 0, i));
 }
 template <class T>
@@ -195,7 +203,7 @@ XFUNC_DEVICE T fused_element(const fused_args& a, const P* in, int w) {
 template <class T>
 XFUNC_DEVICE void fused(const fused_args& a) {
   using pack = pack16<T>;
-  constexpr int W = pack::size;
+  constexpr int W = lanes16<T>;
   constexpr int L = xfunc::detail::cuda::fused_max_leaves;
   const long long packs = (a.n + W - 1) / W;
   for (long long p = XFUNC_THREAD_ID; p < packs; p += XFUNC_THREAD_COUNT) {

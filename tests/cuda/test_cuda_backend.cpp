@@ -179,6 +179,34 @@ TEST_CASE("scalar operands reach elementwise kernels by value, not through devic
   same(base, expect);
 }
 
+TEST_CASE("comparisons and casts on cuda: whole packs, tails and misaligned views", "[cuda]") {
+  // their kernels read 16 bytes of input per thread and write a pack of another type (4 bools
+  // for floats, doubles for a float-to-double cast) when every buffer is aligned to its pack,
+  // then the tail element by element: the same values as the cpu in both paths
+  const deferral_threshold eager_only(0);
+  const std::vector<xf::dtype> dtypes = {xf::f32, xf::f64, xf::i64, xf::b8};
+  for (std::int64_t n : {1, 3, 5, 17, 1003, 4096}) {
+    // whole numbers around 0 (the casts to int64 and bool are then exact; some pairs are equal)
+    const tensor base = xf::arange(0.0, static_cast<double>(n + 1), 1.0, xf::f64) - static_cast<double>(n / 2);
+    const tensor other = xf::flip(base, {0});
+    for (xf::dtype dt : dtypes) {
+      const tensor x = base.to(dt), y = other.to(dt);
+      for (std::int64_t off : {0, 1}) {  // aligned, and not
+        INFO(dt << ", " << n << " elements, offset " << off);
+        const tensor gx = x.cuda().narrow(0, off, n), gy = y.cuda().narrow(0, off, n);
+        const tensor cx = x.narrow(0, off, n), cy = y.narrow(0, off, n);
+        for (xf::dtype to : dtypes) CHECK(xf::equal(gx.to(to).cpu(), cx.to(to)));
+        if (dt == xf::b8) continue;  // (comparisons have kernels for the numeric dtypes)
+        CHECK(xf::equal((gx < gy).cpu(), cx < cy));
+        CHECK(xf::equal(xf::eq(gx, gy).cpu(), xf::eq(cx, cy)));
+        CHECK(xf::equal((gx >= gy).cpu(), cx >= cy));
+        CHECK(xf::equal(xf::logical_or(gx, gy).cpu(), xf::logical_or(cx, cy)));
+        CHECK(xf::equal(xf::ne(gx, xf::scalar(0.0)).cpu(), xf::ne(cx, xf::scalar(0.0))));
+      }
+    }
+  }
+}
+
 
 TEST_CASE("pointwise chains on cuda run as one fused launch", "[cuda]") {
   // NOTE: [Fused device programs]: bitwise the op-by-op launches, in one launch
