@@ -87,9 +87,8 @@ struct extreme_math {
     // max(x, a) returns a when either is NaN (x86 semantics of the second operand), so a NaN
     // accumulator stays; a NaN x is selected explicitly, off the accumulator's dependency chain
     if constexpr (is_simd<A>::value) return xsimd::select(x != x, x, Max ? xsimd::max(x, a) : xsimd::min(x, a));
-    // (scalars: the lanes of every chunk go through here, on random data)
-    // (`|`, not `||`: the scalar lanes of a chunk's tail meet random data, and a branch there
-    // mispredicts)
+    // (scalars: a chunk's tail, and the lanes of integer chunks, come through here on random
+    // data; `|`, not `||`, so that no branch mispredicts)
     else return select_bits((Max ? x > a : x < a) | (x != x), x, a);
   }
   template <class A>
