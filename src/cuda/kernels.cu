@@ -72,7 +72,7 @@ using pack16 = lanes_of<T, lanes16<T>>;
 /// keeps the type, 4 bytes of bool for a float comparison, 32 for a float-to-double cast); a
 /// scalar operand fills its pack. Returns where the elements it did not compute start (0 when it
 /// computed none, n - n % W after the packs): the caller's loop does those.
-template <class T, int K, class O = T, class G>
+template <class T, int K, class O, class G>
 XFUNC_DEVICE long long map_packs(const elementwise_args& a, G g) {
   using P = pack16<T>;
   constexpr int W = lanes16<T>;

@@ -184,16 +184,15 @@ T fold_chunk(const T* p, std::int64_t n) {
   combine_pairwise<M>(acc, K);
   for (; i + W <= n; i += W) acc[0] = step(acc[0], V::load_unaligned(p + i));
   alignas(64) T lane[W];
+  if (i < n) {
+    acc[0].store_aligned(lane);
+    for (int j = 0; i < n; ++i, ++j) lane[j] = step(lane[j], p[i]);
+    acc[0] = V::load_aligned(lane);
+  }
   if constexpr (simd_elements<T>) {  // (xsimd swizzles the floating types on every architecture)
-    if (i < n) {
-      acc[0].store_aligned(lane);
-      for (int j = 0; i < n; ++i, ++j) lane[j] = step(lane[j], p[i]);
-      acc[0] = V::load_aligned(lane);
-    }
     return combine_lanes<M>(acc[0]).get(0);
   } else {
     acc[0].store_aligned(lane);
-    for (int j = 0; i < n; ++i, ++j) lane[j] = step(lane[j], p[i]);
     combine_pairwise<M>(lane, W);
     return lane[0];
   }
