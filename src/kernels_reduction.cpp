@@ -4,3 +4,7 @@
 namespace xfunc::detail {
 XFUNC_OPS_REDUCTION(XFUNC_INSTANTIATE_DISPATCH)
 }  // namespace xfunc::detail
+namespace xfunc {
+// (NOTE: [Precompiled composites])
+template tensor mean<0>(const tensor&, const dims_t&, bool);
+}  // namespace xfunc

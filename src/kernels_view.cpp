@@ -1,4 +1,5 @@
-// xfunc::kernels: the ops of XFUNC_OPS_VIEW and the strided copies, compiled once (NOTE: [Precompiled kernels]).
+// xfunc::kernels: the ops of XFUNC_OPS_VIEW, the strided copies, the random fills and the backward
+// pass's driver, compiled once (NOTE: [Precompiled kernels]).
 #include "kernels.hpp"
 
 namespace xfunc::detail {
@@ -6,4 +7,11 @@ XFUNC_OPS_VIEW(XFUNC_INSTANTIATE_DISPATCH)
 // the strided copies behind every layout change and in-place write
 template tensor backend::materialized_copy<0>(const tensor&, const shape_t&, dtype);
 template void write_through<0>(const tensor&, const tensor&, const char*);
+// rand and randn with their Philox fills
+template tensor random_tensor<backend::distribution::uniform>(const shape_t&, dtype, device, const char*);
+template tensor random_tensor<backend::distribution::normal>(const shape_t&, dtype, device, const char*);
+// composites and the backward pass's driver (NOTE: [Precompiled composites])
+template tensor reshape_as<0>(const tensor&, shape_t, const char*);
+template tensor_list run_backward<0>(const std::vector<std::shared_ptr<grad_node>>&, const tensor_list&,
+                                     const std::vector<std::shared_ptr<grad_node>>&);
 }  // namespace xfunc::detail

@@ -110,6 +110,10 @@ tensor_list run_backward(const std::vector<std::shared_ptr<grad_node>>& roots, c
   }
   return out;
 }
+#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled kernels])
+extern template tensor_list run_backward<0>(const std::vector<std::shared_ptr<grad_node>>&, const tensor_list&,
+                                             const std::vector<std::shared_ptr<grad_node>>&);
+#endif
 
 /// Pushes tangents `tin` of `leaves` forward to `roots` through the recorded graph.
 inline tensor_list run_forward_tangents(const std::vector<std::shared_ptr<grad_node>>& roots,
