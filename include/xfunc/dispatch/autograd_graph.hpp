@@ -110,7 +110,7 @@ tensor_list run_backward(const std::vector<std::shared_ptr<grad_node>>& roots, c
   }
   return out;
 }
-#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled kernels])
+#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled composites])
 extern template tensor_list run_backward<0>(const std::vector<std::shared_ptr<grad_node>>&, const tensor_list&,
                                              const std::vector<std::shared_ptr<grad_node>>&);
 #endif

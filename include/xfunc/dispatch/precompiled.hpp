@@ -25,9 +25,9 @@
 // the kernel library they are declared `extern template` after their definitions (guarded by
 // XFUNC_PRECOMPILED_KERNELS) and instantiated in src/kernels_*.cpp. On
 // examples/per_example_gradients.cpp (g++ 12, -O2) this took the object's code from 153 to 97
-// KB and the compile from 9.2-9.9 to 7.3-7.9 s (five alternating runs each on one VM). Only
-// functions whose parameter types do not depend on the template parameter can be declared so:
-// the declaration has to name the one instantiation every caller uses (D = 0).
+// KB and the compile from 9.2-9.9 to 7.3-7.9 s (five alternating runs each on one VM). Each
+// declaration names an instantiation that callers use (D = 0 of NOTE: [Lazy instantiation], or
+// each distribution of random_tensor); one they do not use would still be compiled by them.
 
 /// X-macro action: declares dispatch<Op> instantiated elsewhere (only with the kernel library).
 #if defined(XFUNC_PRECOMPILED_KERNELS)

@@ -112,7 +112,7 @@ tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* nam
 }
 #if defined(XFUNC_PRECOMPILED_KERNELS)
 // rand and randn with their Philox fills (the normal transform in SIMD registers, threaded):
-// compiled once in xfunc::kernels (NOTE: [Precompiled kernels]).
+// compiled once in xfunc::kernels (NOTE: [Precompiled composites]).
 extern template tensor random_tensor<backend::distribution::uniform>(const shape_t&, dtype, device, const char*);
 extern template tensor random_tensor<backend::distribution::normal>(const shape_t&, dtype, device, const char*);
 #endif

@@ -146,7 +146,7 @@ tensor linear(const tensor& x, const tensor& w, const tensor& b) {
   tensor y = matmul(x, w.t());
   return b.defined() ? y + b : y;
 }
-#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled kernels])
+#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled composites])
 extern template tensor cross_entropy<0>(const tensor&, const tensor&);
 extern template tensor linear<0>(const tensor&, const tensor&, const tensor&);
 #endif

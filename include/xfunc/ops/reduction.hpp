@@ -404,7 +404,7 @@ tensor mean(const tensor& t, const dims_t& dims, bool keepdim) {
   tensor s = detail::call<detail::sum_op>({nd, keepdim}, is_floating(t.dtype()) ? t : t.to(f32));
   return s / static_cast<double>(n);
 }
-#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled kernels])
+#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled composites])
 extern template tensor mean<0>(const tensor&, const dims_t&, bool);
 #endif
 /// Mean of all elements, a 0-d tensor.

@@ -639,7 +639,7 @@ tensor reshape_as(const tensor& t, shape_t s, const char* fn) {
     return call<view_op>({s}, t.contiguous());
   return call<view_op>({s}, t);
 }
-#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled kernels])
+#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled composites])
 extern template tensor reshape_as<0>(const tensor&, shape_t, const char*);
 #endif
 }  // namespace detail
