@@ -5,6 +5,9 @@
 // tensors (no data) and as views. Also run under ASan+UBSan (see docs/errors.md).
 #include <cstdint>
 #include <limits>
+#include <sstream>
+#include <string>
+#include <string_view>
 
 #include <catch2/catch.hpp>
 
@@ -328,4 +331,32 @@ TEST_CASE("allocation failure throws (out of memory), naming the bytes and the d
   CHECK(xf::zeros({std::int64_t{1} << 58}, xf::f64, xf::meta).numel() == std::int64_t{1} << 58);
   // and the process carries on
   CHECK(xf::equal(xf::ones({2}) + xf::ones({2}), xf::full({2}, 2.0)));
+}
+
+// NOTE: [Type-erased messages] (core/error.hpp): each part of a message is written by its own
+// operator<<, whatever the call's list of argument types.
+TEST_CASE("error messages: each part is written as operator<< writes it", "[shape][messages]") {
+  using xf::detail::str_cat;
+  const char* c_string = "const char*";
+  char buffer[] = "char*";
+  char* mutable_string = buffer;
+  const std::string s = "std::string";
+  const char letter = 'c';
+  CHECK(str_cat() == "");
+  CHECK(str_cat("literal") == "literal");
+  CHECK(str_cat("a", c_string, "|", mutable_string, "|", s, "|", std::string_view("view")) ==
+        "aconst char*|char*|std::string|view");
+  CHECK(str_cat(std::int64_t{-3}, ' ', 2.5, ' ', std::size_t{7}, ' ', letter, ' ', true) == "-3 2.5 7 c 1");
+  std::ostringstream expected;
+  expected << xf::shape_t{2, 3} << xf::f64 << xf::cpu;
+  CHECK(str_cat(xf::shape_t{2, 3}, xf::f64, xf::cpu) == expected.str());
+  // a temporary lives to the end of the full expression that formats it
+  CHECK(str_cat(std::string("tmp") + "!", 1) == "tmp!1");
+  try {
+    xf::detail::fail("xf::op: got ", std::int64_t{4}, " dims, shape ", xf::shape_t{1, 4}, "; ", s);
+    FAIL("fail() returned");
+  } catch (const xf::error& e) {
+    CHECK(std::string(e.what()) == "xf::op: got 4 dims, shape " + str_cat(xf::shape_t{1, 4}) + "; std::string");
+  }
+  CHECK_THROWS_AS(xf::detail::fail(), xf::error);
 }

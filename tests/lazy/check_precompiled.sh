@@ -3,7 +3,9 @@
 # 1. every op struct of include/xfunc/ops/*.hpp is in its header's XFUNC_OPS_* list (so
 #    xfunc::kernels compiles it and the headers declare it extern);
 # 2. with XFUNC_PRECOMPILED_KERNELS, a program using every op (uses_every_op.cpp) defines no
-#    op dispatch and no strided copy itself: it calls the library's.
+#    op dispatch and no strided copy itself: it calls the library's;
+# 3. nor any function of the compiled runtime (NOTE: [Compiled runtime], the functions declared
+#    XFUNC_RUNTIME): the library defines them once.
 # Usage: check_precompiled.sh <compiler> <include dir> <work dir>
 set -eu
 CXX=$1
@@ -33,5 +35,19 @@ if [ "$called" -lt 50 ]; then
   echo "uses_every_op.cpp calls only $called precompiled dispatches; expected every op's"
   status=1
 fi
-[ "$status" -eq 0 ] && echo "ok: every op is precompiled, and a program using them instantiates none ($called called)"
+runtime=$(grep -rhoE --exclude=linkage.hpp 'XFUNC_RUNTIME [^;{(]*\(' "$INC"/xfunc | sed 's/.*[ :]\([a-z_]*\)($/\1/' | sort -u)
+n_runtime=$(echo "$runtime" | wc -w)
+if [ "$n_runtime" -lt 10 ]; then
+  echo "found only $n_runtime functions declared XFUNC_RUNTIME; the pattern of NOTE: [Compiled runtime] changed?"
+  status=1
+fi
+pattern=$(echo "$runtime" | tr '\n' '|' | sed 's/|$//')
+defined=$(nm -C --defined-only "$WORK/uses_every_op.o" | grep -E "::($pattern)\(" || true)
+if [ -n "$defined" ]; then
+  echo "with XFUNC_PRECOMPILED_KERNELS, uses_every_op.cpp still defines functions of the compiled runtime (or code of theirs):"
+  echo "$defined" | head -n 20
+  status=1
+fi
+[ "$status" -eq 0 ] && echo "ok: every op is precompiled, and a program using them instantiates none ($called called)" \
+  "and defines none of the $n_runtime functions of the compiled runtime"
 exit "$status"

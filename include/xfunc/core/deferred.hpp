@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <xfunc/backend/parallel.hpp>
+#include <xfunc/core/linkage.hpp>
 #include <xfunc/core/tensor.hpp>
 
 namespace xfunc::detail {
@@ -130,7 +131,8 @@ inline bool deferred_value::reads(const storage* s) const {
   return false;
 }
 
-inline void deferred_value::evaluate(std::byte* out) const {
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME void deferred_value::evaluate(std::byte* out) const {
   // Registers hold the intermediate blocks (the last step writes straight into `out`). They are
   // a heap buffer per task (56 KiB could overflow a small thread stack), 64-byte aligned like
   // every tensor buffer, so SIMD stores to them stay within cache lines. Blocks
@@ -145,8 +147,10 @@ inline void deferred_value::evaluate(std::byte* out) const {
     evaluate_range(out, begin, total - begin < per_task ? total : begin + per_task);
   });
 }
+#endif
 
-inline void deferred_value::evaluate_range(std::byte* out, std::size_t begin, std::size_t end) const {
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t begin, std::size_t end) const {
   auto leaf = [&](int code, std::size_t off) -> const void* {
     const tensor_impl& l = *leaves[static_cast<std::size_t>(-1 - code)];
     return l.store->data + (static_cast<std::size_t>(l.offset) + off) * elem_size;
@@ -177,11 +181,14 @@ inline void deferred_value::evaluate_range(std::byte* out, std::size_t begin, st
     }
   }
 }
+#endif
 
 // Settling: the registry's mutex guards `pending` and the live list; each program's own mutex
 // serialises the evaluation of one deferred tensor, so threads settle different tensors in
 // parallel. Lock order: a program's mutex, then the registry's (never the reverse).
-inline void settle_deferred(const tensor_impl& impl) {
+XFUNC_RUNTIME void settle_deferred(const tensor_impl& impl);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME void settle_deferred(const tensor_impl& impl) {
   auto& t = const_cast<tensor_impl&>(impl);  // impls are never const objects
   auto& reg = deferred_registry::instance();
   std::shared_ptr<deferred_value> p;  // keeps the program (and its leaves) alive to the end
@@ -207,11 +214,14 @@ inline void settle_deferred(const tensor_impl& impl) {
   t.pending.reset();
   t.deferred.store(false, std::memory_order_release);
 }
+#endif
 
 // While the readers found are being settled, another thread may copy the program of one of them
 // into a new deferred tensor (it reads the deferred tensor, not this buffer, as far as it knows).
 // So this repeats until no reader is left: a new reader can only come from an existing one.
-inline void settle_readers_of(const storage& s) {
+XFUNC_RUNTIME void settle_readers_of(const storage& s);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME void settle_readers_of(const storage& s) {
   auto& reg = deferred_registry::instance();
   while (s.deferred_readers.load(std::memory_order_acquire) > 0) {
     std::vector<std::shared_ptr<tensor_impl>> readers;
@@ -225,5 +235,6 @@ inline void settle_readers_of(const storage& s) {
     if (readers.empty()) std::this_thread::yield();  // a reader is being dropped on another thread
   }
 }
+#endif
 
 }  // namespace xfunc::detail

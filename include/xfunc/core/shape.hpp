@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <xfunc/core/error.hpp>
+#include <xfunc/core/linkage.hpp>
 
 namespace xfunc {
 
@@ -245,8 +246,11 @@ inline constexpr std::uint64_t max_byte_size =
 /// (`what`, if given, says which shape it is) and says what is wrong: a negative extent, an
 /// element count, contiguous strides (when `layout`) or a byte size (when `itemsize` > 0) that
 /// do not fit in int64_t. NOTE: [Checked shape arithmetic]
-[[noreturn, gnu::cold, gnu::noinline]] inline void fail_shape(const char* fn, const shape_t& s, const char* what,
-                                                            std::size_t itemsize, bool layout) {
+[[noreturn, gnu::cold]] XFUNC_RUNTIME void fail_shape(const char* fn, const shape_t& s, const char* what,
+                                                       std::size_t itemsize, bool layout);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME void fail_shape(const char* fn, const shape_t& s, const char* what, std::size_t itemsize,
+                              bool layout) {
   std::ostringstream os;
   os << fn << ": shape " << s;
   if (what) os << " (" << what << ")";
@@ -276,6 +280,7 @@ inline constexpr std::uint64_t max_byte_size =
   }
   fail(os.str(), " failed a size check");  // not reached: the caller saw one of the above
 }
+#endif
 
 /// n = the element count of `s` (0 when an extent is 0, however large the others); false when
 /// an extent is negative or the count does not fit in int64_t. NOTE: [Checked shape arithmetic]

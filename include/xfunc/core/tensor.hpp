@@ -22,6 +22,7 @@
 #include <xfunc/core/dtype.hpp>
 #include <xfunc/core/error.hpp>
 #include <xfunc/core/layer.hpp>
+#include <xfunc/core/linkage.hpp>
 #include <xfunc/core/object_pool.hpp>
 #include <xfunc/core/release_queue.hpp>
 #include <xfunc/core/sanitizer.hpp>
@@ -439,7 +440,9 @@ struct tensor_impl {
 
 /// A fresh contiguous dense impl. Every new tensor comes through here, so its shape is checked
 /// here (NOTE: [Checked shape arithmetic]); `fn` names the op in the message ("shape").
-inline std::shared_ptr<tensor_impl> make_dense_impl(const shape_t& s, dtype dt, device dev, const char* fn = "xf") {
+XFUNC_RUNTIME std::shared_ptr<tensor_impl> make_dense_impl(const shape_t& s, dtype dt, device dev, const char* fn = "xf");
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME std::shared_ptr<tensor_impl> make_dense_impl(const shape_t& s, dtype dt, device dev, const char* fn) {
   auto impl = make_pooled<tensor_impl>();
   impl->dt = dt;
   impl->dev = dev;
@@ -451,6 +454,7 @@ inline std::shared_ptr<tensor_impl> make_dense_impl(const shape_t& s, dtype dt, 
   else if (dev.kind != device_kind::meta) impl->store = make_pooled<storage>(dev, bytes, fn);
   return impl;
 }
+#endif
 
 /// A fresh contiguous dense tensor (uninitialised data); `fn` names the op if the shape is invalid.
 inline tensor empty_dense(const shape_t& s, dtype dt, device dev = cpu, const char* fn = "xf") {

@@ -9,6 +9,7 @@
 #include <xtensor/xarray.hpp>
 
 #include <xfunc/backend/cpu.hpp>
+#include <xfunc/core/linkage.hpp>
 #include <xfunc/dispatch/wrappers.hpp>
 #include <xfunc/fwd.hpp>
 
@@ -32,11 +33,14 @@ inline const tensor& concrete_value(const tensor& t, const char* what) {
   return *p;
 }
 /// concrete_value on the cpu: a device's tensor is copied to the host (which waits for it).
-inline tensor host_value(const tensor& t, const char* what) {
+XFUNC_RUNTIME tensor host_value(const tensor& t, const char* what);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME tensor host_value(const tensor& t, const char* what) {
   const tensor& v = concrete_value(t, what);
   if (v.impl()->dev == cpu) return v;
   return backend_of(v.impl()->dev, what).download(v);
 }
+#endif
 }  // namespace detail
 
 template <class T>
@@ -81,7 +85,9 @@ xt::xarray<T> to_xtensor(const tensor& t) {
 
 /// Whether a and b have the same shape and |a - b| <= atol + rtol * |b| elementwise (a NaN
 /// matches nothing), compared in float64.
-inline bool allclose(const tensor& a, const tensor& b, double rtol, double atol) {
+XFUNC_RUNTIME bool allclose(const tensor& a, const tensor& b, double rtol, double atol);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME bool allclose(const tensor& a, const tensor& b, double rtol, double atol) {
   const tensor x = detail::host_value(a, "allclose");
   const tensor y = detail::host_value(b, "allclose");
   if (!(x.shape() == y.shape())) return false;
@@ -95,6 +101,7 @@ inline bool allclose(const tensor& a, const tensor& b, double rtol, double atol)
   }
   return true;
 }
+#endif
 
 /// Whether a and b have the same shape, the same dtype and equal values.
 inline bool equal(const tensor& a, const tensor& b) {

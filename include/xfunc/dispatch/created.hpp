@@ -5,6 +5,7 @@
 #include <optional>
 #include <span>
 
+#include <xfunc/core/linkage.hpp>
 #include <xfunc/core/small_list.hpp>
 
 #include <xfunc/dispatch/dispatcher.hpp>
@@ -36,7 +37,9 @@ namespace xfunc::detail {
 // while computing a rule stay at the level the rule computes at.
 
 /// v as a value of layer L with no derivative there.
-inline tensor wrap_without_derivative(tensor v, const layer_ptr& L) {
+XFUNC_RUNTIME tensor wrap_without_derivative(tensor v, const layer_ptr& L);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME tensor wrap_without_derivative(tensor v, const layer_ptr& L) {
   switch (L->kind) {
     case transform_kind::grad: return wrap_grad(std::move(v), L, nullptr);
     case transform_kind::jvp: return wrap_dual(std::move(v), tensor(), L);
@@ -45,6 +48,7 @@ inline tensor wrap_without_derivative(tensor v, const layer_ptr& L) {
   }
   fail("xf: internal error: a vmap layer has no derivative-free wrapper");
 }
+#endif
 
 /// A batch dim a made tensor takes at a vmap layer (the layer and its level when recorded).
 struct batch_entry {
@@ -56,7 +60,9 @@ struct batch_entry {
 /// Wraps v, a value just made (its physical shape holding one batch dim per entry of `batched`),
 /// at every grad, jvp and functionalize layer on the stack and at the vmap layers of `batched`,
 /// innermost last (ascending `batched`). v itself outside transforms.
-inline tensor lift_created(tensor v, std::span<const batch_entry> batched = {}) {
+XFUNC_RUNTIME tensor lift_created(tensor v, std::span<const batch_entry> batched = {});
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME tensor lift_created(tensor v, std::span<const batch_entry> batched) {
   const auto& stack = current_stack().layers;
   if (stack.empty() && batched.empty()) return v;
   std::size_t b = 0;
@@ -69,6 +75,7 @@ inline tensor lift_created(tensor v, std::span<const batch_entry> batched = {}) 
   for (; b < batched.size(); ++b) v = wrap_batched(std::move(v), batched[b].bdim, *batched[b].layer);
   return v;
 }
+#endif
 
 /// The live vmap layers t is batched at, outermost first, with its batch dim at each.
 inline small_list<batch_entry, 4> batch_entries_of(const tensor& t) {

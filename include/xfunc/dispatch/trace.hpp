@@ -110,7 +110,8 @@ struct trace_state {
     return id;
   }
   int add_input(const tensor& t) {
-    const int id = new_value(t, (parent ? "a" : "x") + std::to_string(prog.inputs.size()));
+    // str_cat, not "x" + std::to_string(...), which GCC 12 wrongly warns about (-Wrestrict, PR 105329)
+    const int id = new_value(t, str_cat(parent ? "a" : "x", prog.inputs.size()));
     prog.inputs.push_back(id);
     prog.input_shapes.push_back(t.shape());
     prog.input_dtypes.push_back(t.dtype());
@@ -130,7 +131,7 @@ struct trace_state {
   int id_of(const tensor& t) {
     const int id = find(t);
     if (id >= 0) return id;
-    const int c = new_value(t, "c" + std::to_string(prog.constants.size()));
+    const int c = new_value(t, str_cat("c", prog.constants.size()));
     prog.constants.emplace_back(c, t);
     return c;
   }

@@ -5,6 +5,7 @@
 #include <span>
 #include <vector>
 
+#include <xfunc/core/linkage.hpp>
 #include <xfunc/core/tensor.hpp>
 
 namespace xfunc::detail {
@@ -91,7 +92,9 @@ inline void assign_wrapper_value(tensor_impl* p, const tensor& r) {
   }
 }
 
-inline void refresh_stale_view(tensor_impl* p) {
+XFUNC_RUNTIME void refresh_stale_view(tensor_impl* p);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME void refresh_stale_view(tensor_impl* p) {
   if (!p->is_live_wrapper()) return;
   view_info& v = *p->view;
   if (v.base_version == v.base->version) return;
@@ -99,6 +102,7 @@ inline void refresh_stale_view(tensor_impl* p) {
   assign_wrapper_value(p, fresh);
   v.base_version = v.base->version;
 }
+#endif
 /// Regenerates a view wrapper whose base was written since (see NOTE: [Mutation under transforms]).
 /// The test for "is a view" is inline: it runs for every argument of every op under grad.
 inline void refresh_view(const tensor& t) {

@@ -11,6 +11,7 @@
 
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/backend/random.hpp>
+#include <xfunc/core/linkage.hpp>
 #include <xfunc/dispatch/created.hpp>
 #include <xfunc/dispatch/layer_stack.hpp>
 #include <xfunc/dispatch/trace.hpp>
@@ -38,7 +39,9 @@ tensor factory_node(const char* op, device dev, Make make) {
 }
 
 /// A plain tensor of `shape` filled with v; `fn` (the factory) names the call in errors.
-inline tensor fill_now(const shape_t& shape, double v, dtype dt, device dev, const char* fn) {
+XFUNC_RUNTIME tensor fill_now(const shape_t& shape, double v, dtype dt, device dev, const char* fn);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME tensor fill_now(const shape_t& shape, double v, dtype dt, device dev, const char* fn) {
   check_fill_value(v, dt, fn);
   tensor t = empty_dense(shape, dt, dev, fn);  // checks the shape (NOTE: [Checked shape arithmetic])
   if (dev.kind == device_kind::cuda && t.numel() > 0) backend_of(dev, fn).fill(t, v);
@@ -50,11 +53,15 @@ inline tensor fill_now(const shape_t& shape, double v, dtype dt, device dev, con
     });
   return t;
 }
+#endif
 
 /// fill_now as one node named `fn` while make_fx traces.
-inline tensor filled(const shape_t& shape, double v, dtype dt, device dev, const char* fn = "xf::full") {
+XFUNC_RUNTIME tensor filled(const shape_t& shape, double v, dtype dt, device dev, const char* fn = "xf::full");
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME tensor filled(const shape_t& shape, double v, dtype dt, device dev, const char* fn) {
   return factory_node<true>(fn, dev, [shape, v, dt, fn](device d) { return fill_now(shape, v, dt, d, fn); });
 }
+#endif
 
 // NOTE: [Random numbers]
 // One process-wide counter-based generator (Philox 4x32-10, NOTE: [Philox streams]): a key set

@@ -351,7 +351,7 @@ std::string infer_schema(std::string_view name, const std::vector<std::string>& 
     std::string s(name);
     s += "(";
     for (std::size_t i = 0; i < types.size(); ++i)
-      s += (i ? ", " : "") + types[i] + " " + (names.empty() ? "a" + std::to_string(i) : names[i]);
+      s += (i ? ", " : "") + types[i] + " " + (names.empty() ? detail::str_cat("a", i) : names[i]);
     return s + ") -> " + return_type<typename traits::ret>::name();
   }
 }
