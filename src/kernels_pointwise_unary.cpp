@@ -4,3 +4,6 @@
 namespace xfunc::detail {
 XFUNC_OPS_POINTWISE_UNARY(XFUNC_INSTANTIATE_DISPATCH)
 }  // namespace xfunc::detail
+namespace xfunc {
+XFUNC_FUNCTIONS_POINTWISE_UNARY(XFUNC_INSTANTIATE_TEMPLATE)
+}  // namespace xfunc

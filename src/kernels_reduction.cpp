@@ -7,4 +7,5 @@ XFUNC_OPS_REDUCTION(XFUNC_INSTANTIATE_DISPATCH)
 namespace xfunc {
 // (NOTE: [Precompiled composites])
 template tensor mean<0>(const tensor&, const dims_t&, bool);
+XFUNC_FUNCTIONS_REDUCTION(XFUNC_INSTANTIATE_TEMPLATE)
 }  // namespace xfunc

@@ -14,4 +14,10 @@ template tensor random_tensor<backend::distribution::normal>(const shape_t&, dty
 template tensor reshape_as<0>(const tensor&, shape_t, const char*);
 template tensor_list run_backward<0>(const std::vector<std::shared_ptr<grad_node>>&, const tensor_list&,
                                      const std::vector<std::shared_ptr<grad_node>>&);
+template tensor unwrap_batched_output<0>(const tensor&, const layer*, std::optional<std::int64_t>);
 }  // namespace xfunc::detail
+// the functions and tensor methods of the view and creation headers (NOTE: [Precompiled composites])
+namespace xfunc {
+XFUNC_FUNCTIONS_VIEW(XFUNC_INSTANTIATE_TEMPLATE)
+XFUNC_FUNCTIONS_CREATION(XFUNC_INSTANTIATE_TEMPLATE)
+}  // namespace xfunc

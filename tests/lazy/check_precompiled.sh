@@ -5,7 +5,8 @@
 # 2. with XFUNC_PRECOMPILED_KERNELS, a program using every op (uses_every_op.cpp) defines no
 #    op dispatch and no strided copy itself: it calls the library's;
 # 3. nor any function of the compiled runtime (NOTE: [Compiled runtime], the functions declared
-#    XFUNC_RUNTIME): the library defines them once.
+#    XFUNC_RUNTIME): the library defines them once;
+# 4. nor any function of the XFUNC_FUNCTIONS_* lists (NOTE: [Precompiled composites]).
 # Usage: check_precompiled.sh <compiler> <include dir> <work dir>
 set -eu
 CXX=$1
@@ -30,12 +31,7 @@ if [ -n "$defined" ]; then
   echo "$defined"
   status=1
 fi
-called=$(nm -C --undefined-only "$WORK/uses_every_op.o" | grep -c 'detail::dispatch<' || true)
-if [ "$called" -lt 50 ]; then
-  echo "uses_every_op.cpp calls only $called precompiled dispatches; expected every op's"
-  status=1
-fi
-runtime=$(grep -rhoE --exclude=linkage.hpp 'XFUNC_RUNTIME [^;{(]*\(' "$INC"/xfunc | sed 's/.*[ :]\([a-z_]*\)($/\1/' | sort -u)
+runtime=$(grep -rhoE --exclude=linkage.hpp 'XFUNC_RUNTIME [^;{(]*\(' "$INC"/xfunc | sed 's/.*[ :~]\([a-z_]*\)($/\1/' | sort -u)
 n_runtime=$(echo "$runtime" | wc -w)
 if [ "$n_runtime" -lt 10 ]; then
   echo "found only $n_runtime functions declared XFUNC_RUNTIME; the pattern of NOTE: [Compiled runtime] changed?"
@@ -48,6 +44,25 @@ if [ -n "$defined" ]; then
   echo "$defined" | head -n 20
   status=1
 fi
-[ "$status" -eq 0 ] && echo "ok: every op is precompiled, and a program using them instantiates none ($called called)" \
-  "and defines none of the $n_runtime functions of the compiled runtime"
+listed=$(grep -rhoE 'X\((tensor|std::vector<tensor>) [a-z_:]+<0>\(' "$INC"/xfunc | sed 's/^X([a-z_:<>]* \([a-z_:]*\)<0>($/\1/' | sort -u)
+n_listed=$(echo "$listed" | wc -w)
+if [ "$n_listed" -lt 50 ]; then
+  echo "found only $n_listed functions in XFUNC_FUNCTIONS_* lists; expected the ops' functions"
+  status=1
+fi
+pattern=$(echo "$listed" | tr '\n' '|' | sed 's/|$//')
+defined=$(nm -C --defined-only "$WORK/uses_every_op.o" | grep -E " xfunc::($pattern)<0>\(" || true)
+if [ -n "$defined" ]; then
+  echo "with XFUNC_PRECOMPILED_KERNELS, uses_every_op.cpp still instantiates these listed functions:"
+  echo "$defined" | head -n 20
+  status=1
+fi
+# what it calls in the library: the ops' dispatches, directly or through their listed functions
+called=$(nm -C --undefined-only "$WORK/uses_every_op.o" | grep -cE "detail::dispatch<| xfunc::($pattern)<0>\(" || true)
+if [ "$called" -lt 50 ]; then
+  echo "uses_every_op.cpp calls only $called precompiled dispatches and functions; expected every op's"
+  status=1
+fi
+[ "$status" -eq 0 ] && echo "ok: every op is precompiled, and a program using them instantiates none ($called called)," \
+  "defines none of the $n_runtime functions of the compiled runtime and none of the $n_listed listed functions"
 exit "$status"

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <xfunc/core/layer.hpp>
+#include <xfunc/core/linkage.hpp>
 
 namespace xfunc {
 namespace detail {
@@ -25,16 +26,8 @@ inline layer_stack& current_stack() { return tls_layers; }
 class layer_guard {
  public:
   explicit layer_guard(transform_kind k, std::int64_t batch_size = 0,
-                       xfunc::randomness r = xfunc::randomness::error)
-      : layer_(layer_pool::acquire(k, batch_size, r)) {
-    current_stack().layers.push_back(layer_);
-  }
-  ~layer_guard() {
-    auto& ls = current_stack().layers;
-    auto it = std::find(ls.begin(), ls.end(), layer_);
-    if (it != ls.end()) ls.erase(it);
-    layer_pool::release(layer_.get());
-  }
+                       xfunc::randomness r = xfunc::randomness::error);
+  ~layer_guard();
   layer_guard(const layer_guard&) = delete;
   layer_guard& operator=(const layer_guard&) = delete;
   const layer_ptr& get() const { return layer_; }
@@ -42,6 +35,19 @@ class layer_guard {
  private:
   layer_ptr layer_;
 };
+
+#if XFUNC_RUNTIME_DEFINITIONS  // NOTE: [Compiled runtime]
+XFUNC_RUNTIME layer_guard::layer_guard(transform_kind k, std::int64_t batch_size, xfunc::randomness r)
+    : layer_(layer_pool::acquire(k, batch_size, r)) {
+  current_stack().layers.push_back(layer_);
+}
+XFUNC_RUNTIME layer_guard::~layer_guard() {
+  auto& ls = current_stack().layers;
+  auto it = std::find(ls.begin(), ls.end(), layer_);
+  if (it != ls.end()) ls.erase(it);
+  layer_pool::release(layer_.get());
+}
+#endif
 
 /// While alive, layers at `level` and above are hidden: calls go to the layers below.
 class lower_guard {

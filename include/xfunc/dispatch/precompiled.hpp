@@ -28,6 +28,22 @@
 // KB and the compile from 9.2-9.9 to 7.3-7.9 s (five alternating runs each on one VM). Each
 // declaration names an instantiation that callers use (D = 0 of NOTE: [Lazy instantiation], or
 // each distribution of random_tensor); one they do not use would still be compiled by them.
+// The public functions and tensor methods of each op header are small, but a program calls
+// dozens: each header lists them once, XFUNC_FUNCTIONS_<FAMILY>(X) with X applied to the whole
+// declaration of the D = 0 instantiation, declared here with XFUNC_EXTERN_TEMPLATE and compiled
+// by src/kernels_*.cpp with XFUNC_INSTANTIATE_TEMPLATE (a signature that drifts from its template
+// fails to compile there). tests/lazy/check_precompiled.sh checks that a program using every
+// op defines none of them.
+
+/// X-macro action: declares an instantiation (`tensor f<0>(const tensor&)`, the whole
+/// declaration) compiled in xfunc::kernels (NOTE: [Precompiled composites]); nothing header-only.
+#if defined(XFUNC_PRECOMPILED_KERNELS)
+#define XFUNC_EXTERN_TEMPLATE(...) extern template __VA_ARGS__;
+#else
+#define XFUNC_EXTERN_TEMPLATE(...)
+#endif
+/// X-macro action: the explicit instantiation definition (used by src/kernels_*.cpp).
+#define XFUNC_INSTANTIATE_TEMPLATE(...) template __VA_ARGS__;
 
 /// X-macro action: declares dispatch<Op> instantiated elsewhere (only with the kernel library).
 #if defined(XFUNC_PRECOMPILED_KERNELS)

@@ -142,3 +142,17 @@ tensor logical_not(const tensor& a) { return detail::call<detail::logical_not_op
 namespace xfunc::detail {
 XFUNC_OPS_COMPARISON(XFUNC_EXTERN_DISPATCH)
 }  // namespace xfunc::detail
+// Its functions (D = 0 of NOTE: [Lazy instantiation]), in namespace xfunc (NOTE: [Precompiled
+// composites]).
+#define XFUNC_FUNCTIONS_COMPARISON(X)                                                           \
+  X(tensor eq<0>(const tensor&, const tensor&)) X(tensor eq<0>(const tensor&, double))          \
+  X(tensor ne<0>(const tensor&, const tensor&)) X(tensor ne<0>(const tensor&, double))          \
+  X(tensor lt<0>(const tensor&, const tensor&)) X(tensor lt<0>(const tensor&, double))          \
+  X(tensor le<0>(const tensor&, const tensor&)) X(tensor le<0>(const tensor&, double))          \
+  X(tensor gt<0>(const tensor&, const tensor&)) X(tensor gt<0>(const tensor&, double))          \
+  X(tensor ge<0>(const tensor&, const tensor&)) X(tensor ge<0>(const tensor&, double))          \
+  X(tensor logical_and<0>(const tensor&, const tensor&))                                        \
+  X(tensor logical_or<0>(const tensor&, const tensor&)) X(tensor logical_not<0>(const tensor&))
+namespace xfunc {
+XFUNC_FUNCTIONS_COMPARISON(XFUNC_EXTERN_TEMPLATE)
+}  // namespace xfunc

@@ -13,6 +13,7 @@
 #include <xfunc/backend/random.hpp>
 #include <xfunc/core/linkage.hpp>
 #include <xfunc/dispatch/created.hpp>
+#include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/dispatch/layer_stack.hpp>
 #include <xfunc/dispatch/trace.hpp>
 #include <xfunc/rules/common.hpp>
@@ -257,4 +258,11 @@ tensor randn_like(const tensor& t) {
   return detail::current_stack().layers.empty() ? r : add(r, zeros_like(t));
 }
 
+}  // namespace xfunc
+
+// This header's functions (D = 0 of NOTE: [Lazy instantiation]), in namespace xfunc (NOTE:
+// [Precompiled composites]).
+#define XFUNC_FUNCTIONS_CREATION(X) X(tensor rand_like<0>(const tensor&)) X(tensor randn_like<0>(const tensor&))
+namespace xfunc {
+XFUNC_FUNCTIONS_CREATION(XFUNC_EXTERN_TEMPLATE)
 }  // namespace xfunc

@@ -173,3 +173,9 @@ tensor gather(const tensor& t, std::int64_t dim, const tensor& index) {
 namespace xfunc::detail {
 XFUNC_OPS_INDEXING(XFUNC_EXTERN_DISPATCH)
 }  // namespace xfunc::detail
+#define XFUNC_FUNCTIONS_INDEXING(X)                                    \
+  X(tensor index_select<0>(const tensor&, std::int64_t, const tensor&)) \
+  X(tensor gather<0>(const tensor&, std::int64_t, const tensor&))
+namespace xfunc {
+XFUNC_FUNCTIONS_INDEXING(XFUNC_EXTERN_TEMPLATE)
+}  // namespace xfunc

@@ -168,3 +168,12 @@ tensor bmm(const tensor& a, const tensor& b) {
 namespace xfunc::detail {
 XFUNC_OPS_LINALG(XFUNC_EXTERN_DISPATCH)
 }  // namespace xfunc::detail
+// Its functions (D = 0 of NOTE: [Lazy instantiation]), in namespace xfunc (NOTE: [Precompiled
+// composites]).
+#define XFUNC_FUNCTIONS_LINALG(X)                                                                  \
+  X(tensor matmul<0>(const tensor&, const tensor&)) X(tensor dot<0>(const tensor&, const tensor&)) \
+  X(tensor outer<0>(const tensor&, const tensor&)) X(tensor mm<0>(const tensor&, const tensor&))   \
+  X(tensor mv<0>(const tensor&, const tensor&)) X(tensor bmm<0>(const tensor&, const tensor&))
+namespace xfunc {
+XFUNC_FUNCTIONS_LINALG(XFUNC_EXTERN_TEMPLATE)
+}  // namespace xfunc

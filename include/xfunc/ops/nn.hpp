@@ -158,3 +158,12 @@ extern template tensor linear<0>(const tensor&, const tensor&, const tensor&);
 namespace xfunc::detail {
 XFUNC_OPS_NN(XFUNC_EXTERN_DISPATCH)
 }  // namespace xfunc::detail
+// Its functions (D = 0 of NOTE: [Lazy instantiation]), in namespace xfunc (NOTE: [Precompiled
+// composites]).
+#define XFUNC_FUNCTIONS_NN(X)                           \
+  X(tensor softmax<0>(const tensor&, std::int64_t))     \
+  X(tensor log_softmax<0>(const tensor&, std::int64_t)) \
+  X(tensor mse_loss<0>(const tensor&, const tensor&))
+namespace xfunc {
+XFUNC_FUNCTIONS_NN(XFUNC_EXTERN_TEMPLATE)
+}  // namespace xfunc

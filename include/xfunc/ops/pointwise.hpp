@@ -621,3 +621,30 @@ namespace xfunc::detail {
 XFUNC_OPS_POINTWISE_UNARY(XFUNC_EXTERN_DISPATCH)
 XFUNC_OPS_POINTWISE_BINARY(XFUNC_EXTERN_DISPATCH)
 }  // namespace xfunc::detail
+// Its functions (D = 0 of NOTE: [Lazy instantiation]), in namespace xfunc (NOTE: [Precompiled
+// composites]).
+#define XFUNC_FUNCTIONS_POINTWISE_UNARY(X)                                                              \
+  X(tensor neg<0>(const tensor&)) X(tensor exp<0>(const tensor&)) X(tensor log<0>(const tensor&))       \
+  X(tensor sin<0>(const tensor&)) X(tensor cos<0>(const tensor&)) X(tensor tan<0>(const tensor&))       \
+  X(tensor tanh<0>(const tensor&)) X(tensor sigmoid<0>(const tensor&)) X(tensor relu<0>(const tensor&)) \
+  X(tensor abs<0>(const tensor&)) X(tensor sqrt<0>(const tensor&)) X(tensor rsqrt<0>(const tensor&))    \
+  X(tensor square<0>(const tensor&)) X(tensor log1p<0>(const tensor&))                                  \
+  X(tensor expm1<0>(const tensor&)) X(tensor sign<0>(const tensor&))                                    \
+  X(tensor reciprocal<0>(const tensor&)) X(tensor erf<0>(const tensor&))                                \
+  X(tensor pow<0>(const tensor&, double)) X(tensor clamp<0>(const tensor&, double, double))
+#define XFUNC_FUNCTIONS_POINTWISE_BINARY(X)                                                             \
+  X(tensor add<0>(const tensor&, const tensor&)) X(tensor add<0>(double, const tensor&))                \
+  X(tensor sub<0>(const tensor&, const tensor&)) X(tensor sub<0>(double, const tensor&))                \
+  X(tensor mul<0>(const tensor&, const tensor&)) X(tensor mul<0>(double, const tensor&))                \
+  X(tensor div<0>(const tensor&, const tensor&)) X(tensor div<0>(double, const tensor&))                \
+  X(tensor pow<0>(const tensor&, const tensor&)) X(tensor pow<0>(double, const tensor&))                \
+  X(tensor add<0>(const tensor&, double)) X(tensor sub<0>(const tensor&, double))                       \
+  X(tensor mul<0>(const tensor&, double)) X(tensor div<0>(const tensor&, double))                       \
+  X(tensor maximum<0>(const tensor&, const tensor&)) X(tensor minimum<0>(const tensor&, const tensor&)) \
+  X(tensor atan2<0>(const tensor&, const tensor&))                                                      \
+  X(tensor where<0>(const tensor&, const tensor&, const tensor&))                                       \
+  X(tensor detail::zero_dim_operand<0>(const tensor&, const tensor&))
+namespace xfunc {
+XFUNC_FUNCTIONS_POINTWISE_UNARY(XFUNC_EXTERN_TEMPLATE)
+XFUNC_FUNCTIONS_POINTWISE_BINARY(XFUNC_EXTERN_TEMPLATE)
+}  // namespace xfunc

@@ -456,3 +456,16 @@ tensor norm(const tensor& t) { return detail::call<detail::norm_op>({detail::red
 namespace xfunc::detail {
 XFUNC_OPS_REDUCTION(XFUNC_EXTERN_DISPATCH)
 }  // namespace xfunc::detail
+// Its functions (D = 0 of NOTE: [Lazy instantiation]), in namespace xfunc (NOTE: [Precompiled
+// composites]).
+#define XFUNC_FUNCTIONS_REDUCTION(X)                                                                  \
+  X(tensor sum<0>(const tensor&, const dims_t&, bool)) X(tensor sum<0>(const tensor&))                \
+  X(tensor mean<0>(const tensor&)) X(tensor prod<0>(const tensor&, std::int64_t, bool))               \
+  X(tensor amax<0>(const tensor&, const dims_t&, bool))                                               \
+  X(tensor amin<0>(const tensor&, const dims_t&, bool))                                               \
+  X(tensor argmax<0>(const tensor&, std::int64_t, bool))                                              \
+  X(tensor logsumexp<0>(const tensor&, const dims_t&, bool))                                          \
+  X(tensor var<0>(const tensor&, const dims_t&, std::int64_t, bool)) X(tensor norm<0>(const tensor&))
+namespace xfunc {
+XFUNC_FUNCTIONS_REDUCTION(XFUNC_EXTERN_TEMPLATE)
+}  // namespace xfunc

@@ -853,3 +853,24 @@ tensor flip(const tensor& t, const dims_t& dims) {
 namespace xfunc::detail {
 XFUNC_OPS_VIEW(XFUNC_EXTERN_DISPATCH)
 }  // namespace xfunc::detail
+// Its functions and tensor methods (D = 0 of NOTE: [Lazy instantiation]), in namespace xfunc
+// (NOTE: [Precompiled composites]).
+#define XFUNC_FUNCTIONS_VIEW(X)                                                                              \
+  X(tensor tensor::view<0>(shape_t) const) X(tensor tensor::reshape<0>(shape_t) const)                        \
+  X(tensor tensor::permute<0>(dims_t) const) X(tensor tensor::transpose<0>(std::int64_t, std::int64_t) const) \
+  X(tensor tensor::t<0>() const) X(tensor tensor::movedim<0>(std::int64_t, std::int64_t) const)              \
+  X(tensor tensor::unsqueeze<0>(std::int64_t) const) X(tensor tensor::squeeze<0>() const)                    \
+  X(tensor tensor::squeeze<0>(std::int64_t) const) X(tensor tensor::expand<0>(shape_t) const)               \
+  X(tensor tensor::flatten<0>() const) X(tensor tensor::select<0>(std::int64_t, std::int64_t) const)         \
+  X(tensor tensor::narrow<0>(std::int64_t, std::int64_t, std::int64_t) const)                                \
+  X(tensor tensor::diagonal<0>() const) X(tensor tensor::clone<0>() const)                                   \
+  X(tensor tensor::contiguous<0>() const) X(tensor tensor::detach<0>() const)                                \
+  X(tensor tensor::to<0>(xfunc::dtype) const) X(tensor tensor::to<0>(xfunc::device) const)                   \
+  X(tensor tensor::cuda<0>(std::int32_t) const) X(tensor tensor::cpu<0>() const)                            \
+  X(tensor stop_gradient<0>(const tensor&)) X(tensor cat<0>(const std::vector<tensor>&, std::int64_t))       \
+  X(tensor stack<0>(const std::vector<tensor>&, std::int64_t))                                               \
+  X(std::vector<tensor> split<0>(const tensor&, std::int64_t, std::int64_t))                                \
+  X(tensor flip<0>(const tensor&, const dims_t&))
+namespace xfunc {
+XFUNC_FUNCTIONS_VIEW(XFUNC_EXTERN_TEMPLATE)
+}  // namespace xfunc

@@ -4,6 +4,7 @@
 #include <xfunc/core/diagnostics.hpp>
 #include <optional>
 
+#include <xfunc/dispatch/precompiled.hpp>
 #include <xfunc/transforms/grad.hpp>
 
 namespace xfunc {
@@ -73,6 +74,7 @@ tensor unwrap_batched_output(const tensor& t, const layer* L, std::optional<std:
   s.insert(static_cast<std::size_t>(d), L->batch_size);
   return t.unsqueeze(d).expand(s);
 }
+XFUNC_EXTERN_TEMPLATE(tensor unwrap_batched_output<0>(const tensor&, const layer*, std::optional<std::int64_t>))
 
 template <class E>
 std::optional<std::int64_t> out_dim_value(const E& e) {
