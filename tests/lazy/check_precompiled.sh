@@ -31,32 +31,28 @@ if [ -n "$defined" ]; then
   echo "$defined"
   status=1
 fi
+# none_defined WHAT NAMES MIN REGEX: NAMES (at least MIN of them, one per line) are the functions
+# WHAT; none may be defined in uses_every_op.o, matched by REGEX with NAMES for @ ("a|b|c").
+none_defined() {
+  n=$(echo "$2" | wc -w)
+  if [ "$n" -lt "$3" ]; then
+    echo "found only $n $1; expected at least $3 (did their pattern in the headers change?)"
+    status=1
+  fi
+  alternatives=$(echo "$2" | tr '\n' '|' | sed 's/|$//')
+  regex=$(echo "$4" | sed "s/@/$alternatives/")
+  found=$(nm -C --defined-only "$WORK/uses_every_op.o" | grep -E "$regex" || true)
+  if [ -n "$found" ]; then
+    echo "with XFUNC_PRECOMPILED_KERNELS, uses_every_op.cpp still defines $1 (or code of theirs):"
+    echo "$found" | head -n 20
+    status=1
+  fi
+}
 runtime=$(grep -rhoE --exclude=linkage.hpp 'XFUNC_RUNTIME [^;{(]*\(' "$INC"/xfunc | sed 's/.*[ :~]\([a-z_]*\)($/\1/' | sort -u)
-n_runtime=$(echo "$runtime" | wc -w)
-if [ "$n_runtime" -lt 10 ]; then
-  echo "found only $n_runtime functions declared XFUNC_RUNTIME; the pattern of NOTE: [Compiled runtime] changed?"
-  status=1
-fi
-pattern=$(echo "$runtime" | tr '\n' '|' | sed 's/|$//')
-defined=$(nm -C --defined-only "$WORK/uses_every_op.o" | grep -E "::($pattern)\(" || true)
-if [ -n "$defined" ]; then
-  echo "with XFUNC_PRECOMPILED_KERNELS, uses_every_op.cpp still defines functions of the compiled runtime (or code of theirs):"
-  echo "$defined" | head -n 20
-  status=1
-fi
+none_defined "functions of the compiled runtime (XFUNC_RUNTIME)" "$runtime" 10 '::(@)\('
 listed=$(grep -rhoE 'X\((tensor|std::vector<tensor>) [a-z_:]+<0>\(' "$INC"/xfunc | sed 's/^X([a-z_:<>]* \([a-z_:]*\)<0>($/\1/' | sort -u)
-n_listed=$(echo "$listed" | wc -w)
-if [ "$n_listed" -lt 50 ]; then
-  echo "found only $n_listed functions in XFUNC_FUNCTIONS_* lists; expected the ops' functions"
-  status=1
-fi
+none_defined "functions of the XFUNC_FUNCTIONS_* lists" "$listed" 50 ' xfunc::(@)<0>\('
 pattern=$(echo "$listed" | tr '\n' '|' | sed 's/|$//')
-defined=$(nm -C --defined-only "$WORK/uses_every_op.o" | grep -E " xfunc::($pattern)<0>\(" || true)
-if [ -n "$defined" ]; then
-  echo "with XFUNC_PRECOMPILED_KERNELS, uses_every_op.cpp still instantiates these listed functions:"
-  echo "$defined" | head -n 20
-  status=1
-fi
 # what it calls in the library: the ops' dispatches, directly or through their listed functions
 called=$(nm -C --undefined-only "$WORK/uses_every_op.o" | grep -cE "detail::dispatch<| xfunc::($pattern)<0>\(" || true)
 if [ "$called" -lt 50 ]; then
@@ -64,5 +60,6 @@ if [ "$called" -lt 50 ]; then
   status=1
 fi
 [ "$status" -eq 0 ] && echo "ok: every op is precompiled, and a program using them instantiates none ($called called)," \
-  "defines none of the $n_runtime functions of the compiled runtime and none of the $n_listed listed functions"
+  "defines none of the $(echo "$runtime" | wc -w) functions of the compiled runtime and none of the" \
+  "$(echo "$listed" | wc -w) listed functions"
 exit "$status"
