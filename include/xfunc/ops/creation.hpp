@@ -118,12 +118,10 @@ tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* nam
   });
   return lift_created(std::move(t), batched);
 }
-#if defined(XFUNC_PRECOMPILED_KERNELS)
 // rand and randn with their Philox fills (the normal transform in SIMD registers, threaded):
 // compiled once in xfunc::kernels (NOTE: [Precompiled composites]).
-extern template tensor random_tensor<backend::distribution::uniform>(const shape_t&, dtype, device, const char*);
-extern template tensor random_tensor<backend::distribution::normal>(const shape_t&, dtype, device, const char*);
-#endif
+XFUNC_EXTERN_TEMPLATE(tensor random_tensor<backend::distribution::uniform>(const shape_t&, dtype, device, const char*))
+XFUNC_EXTERN_TEMPLATE(tensor random_tensor<backend::distribution::normal>(const shape_t&, dtype, device, const char*))
 
 inline tensor plain_eye(std::int64_t n, dtype dt, device dev) {
   // [n, n]: a negative n, or n * n elements that do not fit, throws ("shape")

@@ -104,9 +104,8 @@ tensor matmul_as(const tensor& a, const tensor& b, const char* fn) {
   tensor c = bmm_op::bmm3(a2.expand(fa).reshape({P, n, k}), b2.expand(fb).reshape({P, k, m}));
   return c.reshape(out);
 }
-#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled composites])
-extern template tensor matmul_as<0>(const tensor&, const tensor&, const char*);
-#endif
+// compiled once in xfunc::kernels (NOTE: [Precompiled composites])
+XFUNC_EXTERN_TEMPLATE(tensor matmul_as<0>(const tensor&, const tensor&, const char*))
 }  // namespace detail
 
 /// Matrix product with torch.matmul's rules: 1-d operands are vectors, 2-d are matrices, more

@@ -146,10 +146,9 @@ tensor linear(const tensor& x, const tensor& w, const tensor& b) {
   tensor y = matmul(x, w.t());
   return b.defined() ? y + b : y;
 }
-#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled composites])
-extern template tensor cross_entropy<0>(const tensor&, const tensor&);
-extern template tensor linear<0>(const tensor&, const tensor&, const tensor&);
-#endif
+// compiled once in xfunc::kernels (NOTE: [Precompiled composites])
+XFUNC_EXTERN_TEMPLATE(tensor cross_entropy<0>(const tensor&, const tensor&))
+XFUNC_EXTERN_TEMPLATE(tensor linear<0>(const tensor&, const tensor&, const tensor&))
 
 }  // namespace xfunc
 

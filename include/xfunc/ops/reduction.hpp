@@ -404,9 +404,8 @@ tensor mean(const tensor& t, const dims_t& dims, bool keepdim) {
   tensor s = detail::call<detail::sum_op>({nd, keepdim}, is_floating(t.dtype()) ? t : t.to(f32));
   return s / static_cast<double>(n);
 }
-#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled composites])
-extern template tensor mean<0>(const tensor&, const dims_t&, bool);
-#endif
+// compiled once in xfunc::kernels (NOTE: [Precompiled composites])
+XFUNC_EXTERN_TEMPLATE(tensor mean<0>(const tensor&, const dims_t&, bool))
 /// Mean of all elements, a 0-d tensor.
 template <int D>
 tensor mean(const tensor& t) { return mean(t, {}, false); }

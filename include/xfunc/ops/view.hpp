@@ -639,9 +639,8 @@ tensor reshape_as(const tensor& t, shape_t s, const char* fn) {
     return call<view_op>({s}, t.contiguous());
   return call<view_op>({s}, t);
 }
-#if defined(XFUNC_PRECOMPILED_KERNELS)  // compiled once in xfunc::kernels (NOTE: [Precompiled composites])
-extern template tensor reshape_as<0>(const tensor&, shape_t, const char*);
-#endif
+// compiled once in xfunc::kernels (NOTE: [Precompiled composites])
+XFUNC_EXTERN_TEMPLATE(tensor reshape_as<0>(const tensor&, shape_t, const char*))
 }  // namespace detail
 template <int D>
 tensor tensor::reshape(shape_t s) const { return detail::reshape_as(*this, s, "xf::reshape"); }
