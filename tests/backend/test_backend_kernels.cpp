@@ -338,6 +338,17 @@ TEST_CASE("per-element math: NaN, infinities and signed zeros, in registers and 
       CHECK(std::isnan(value(xf::clamp(with(nan), -1, 1))));
       CHECK(std::isnan(value(xf::sign(with(nan)))));
       CHECK(std::isnan(value(xf::exp(with(nan)))));
+      // comparisons with NaN as IEEE defines them (xsimd 8's AVX-512 `!=` is ordered: NOTE in
+      // element::is_nan), and NaN is truthy
+      const xf::tensor n1 = with(nan), n2 = with(nan);
+      CHECK(value(xf::ne(n1, n2)) == 1);
+      CHECK(value(xf::ne(n1, xf::ones({37}, dt))) == 1);
+      CHECK(value(xf::eq(n1, n2)) == 0);
+      CHECK(value(xf::lt(n1, xf::ones({37}, dt))) == 0);
+      CHECK(value(xf::ge(n1, xf::ones({37}, dt))) == 0);
+      CHECK(value(xf::logical_and(n1, xf::ones({37}, dt))) == 1);
+      CHECK(value(xf::logical_or(n1, xf::zeros({37}, dt))) == 1);
+      CHECK(value(xf::logical_not(n1)) == 0);
       // infinities
       CHECK(value(xf::exp(with(-inf))) == 0);
       CHECK(value(xf::exp(with(inf))) == inf);
@@ -791,4 +802,50 @@ TEST_CASE("matmul through BLAS: transposed operands, bmm and vmap, the same at e
   for (std::int64_t p = 0; p < 24; p += 7) CHECK(xf::allclose(bm.select(0, p), xf::mm(x.select(0, p), y.select(0, p)), 1e-4, 1e-4));
   const xf::tensor bt = same_at_every_thread_count([&] { return xf::bmm(x.transpose(1, 2).contiguous().transpose(1, 2), y); });
   CHECK(xf::allclose(bt, bm, 1e-4, 1e-4));
+}
+
+TEST_CASE("matmul with k == 1 (outer products): streaming stores, strided operands, every thread count",
+          "[backend][linalg]") {
+  // NOTE: [Outer products]: c[p, i, j] = a[p, i] * b[p, j], one rounding as in the GEMM; results of
+  // 4 MiB and more take streaming stores, rows of 1001 floats start off a register boundary
+  auto check = [](const xf::tensor& a, const xf::tensor& b, const xf::tensor& got) {
+    const std::int64_t P = got.size(0), n = got.size(1), m = got.size(2);
+    xf::detail::visit_dtype(got.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      if constexpr (std::is_floating_point_v<T>) {  // (the cases are floating)
+        std::int64_t bad = 0;
+        for (std::int64_t p = 0; p < P; ++p)
+          for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t j = 0; j < m; ++j) {
+              const T e = static_cast<T>(value_at(a, (p * n + i))) * static_cast<T>(value_at(b, p * m + j));
+              bad += static_cast<T>(value_at(got, (p * n + i) * m + j)) != e;
+            }
+        CHECK(bad == 0);
+      }
+    });
+  };
+  struct outer_case {
+    std::int64_t P, n, m;
+    xf::dtype dt;
+  };
+  for (const outer_case& c : {outer_case{12, 100, 1001, xf::f32}, outer_case{8, 65, 2050, xf::f64},
+                              outer_case{3, 5, 7, xf::f32}, outer_case{1, 300, 4000, xf::f32}}) {
+    INFO(c.P << " x " << c.n << " x " << c.m << ", " << c.dt);
+    const xf::tensor a = xf::randn({c.P, c.n, 1}, c.dt), b = xf::randn({c.P, 1, c.m}, c.dt);
+    const xf::tensor plain = same_at_every_thread_count([&] { return xf::bmm(a, b); });
+    check(a, b, plain);
+    // strided operands: a every third element of a wider tensor, b every second (read by BLAS's
+    // layout rules as a transposed row with a leading dimension of 2)
+    xf::tensor a3 = xf::zeros({c.P, c.n, 3}, c.dt), b2 = xf::zeros({c.P, c.m, 2}, c.dt);
+    a3.narrow(2, 0, 1).copy_(a);
+    b2.select(2, 1).copy_(b.squeeze(1));
+    const xf::tensor sa = a3.narrow(2, 0, 1), sb = b2.select(2, 1).unsqueeze(1);
+    const xf::tensor strided = same_at_every_thread_count([&] { return xf::bmm(sa, sb); });
+    CHECK(bitwise_equal(strided, plain));
+    // under vmap (per-example weight gradients) and without a batch dim
+    const xf::tensor vm = same_at_every_thread_count(
+        [&] { return xf::vmap([](const xf::tensor& u, const xf::tensor& v) { return xf::matmul(u, v); })(a, b); });
+    CHECK(bitwise_equal(vm, plain));
+    CHECK(bitwise_equal(xf::mm(a.select(0, c.P - 1), b.select(0, c.P - 1)), plain.select(0, c.P - 1).contiguous()));
+  }
 }

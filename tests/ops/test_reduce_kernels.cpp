@@ -2,6 +2,7 @@
 // (rows, a whole tensor) or strided (columns, middle dims, several groups), permuted and
 // broadcast inputs, empty and one-element tensors, every dtype; results bitwise identical for
 // 1, 2 and 3 threads; float32 sums accurate to a few units of rounding.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -92,6 +93,8 @@ TEST_CASE("reduction kernels: every layout against plain loops, bitwise equal fo
       {{3, 50000}, {1}},           // few long rows
       {{50000, 3}, {0}},           // many rows, few columns
       {{6, 7, 8, 9}, {1, 3}},
+      {{203, 9001}, {0}},          // columns wider than a stripe (NOTE: [Row streaming]), a scalar tail
+      {{19, 4100}, {0}},           // groups of 8 rows and 3 left over
   };
   for (const auto& c : cases) {
     for (const std::string op : {"sum", "amax", "amin", "norm"}) {
@@ -252,6 +255,37 @@ TEST_CASE("reduction kernels: a register's lanes are joined in the documented pa
     CHECK(xf::allclose(xf::sum(x, {1}).to(xf::f64), reference(x, {1}, "sum"), 1e-5, 1e-5));
     CHECK(xf::equal(xf::amax(x, {1}).to(xf::f64), reference(x, {1}, "amax")));
     CHECK(xf::equal(xf::amin(x, {1}).to(xf::f64), reference(x, {1}, "amin")));
+  }
+}
+
+TEST_CASE("reduction kernels: an outer dim is folded row by row in blocks, the blocks pairwise", "[ops][reduction]") {
+  // NOTE: [Reduction engine], NOTE: [Row streaming]: each column of a block of max(64, 4096 / B)
+  // rows is folded in row order from the identity, and the blocks' partials are joined in
+  // combine_pairwise's tree; the result must have exactly those bits (stripes, groups of rows and
+  // the scalar tail columns change how the rows are read, not the order of the additions)
+  thread_count_guard guard;
+  for (const xf::shape_t& shape : {xf::shape_t{203, 9001}, xf::shape_t{300, 20}, xf::shape_t{70, 8200}}) {
+    INFO(shape);
+    const std::int64_t R = shape[0], B = shape[1], rows = std::max<std::int64_t>(64, 4096 / B);
+    const xf::tensor x = values(shape, xf::f32, 3) * 1000.0;
+    const float* p = x.impl()->data<float>();
+    std::vector<float> expect(static_cast<std::size_t>(B)), parts;
+    for (std::int64_t j = 0; j < B; ++j) {
+      parts.clear();
+      for (std::int64_t r0 = 0; r0 < R; r0 += rows) {
+        float acc = 0.0f;
+        for (std::int64_t r = r0; r < std::min(R, r0 + rows); ++r) acc += p[r * B + j];
+        parts.push_back(acc);
+      }
+      xf::detail::backend::combine_pairwise<xf::detail::backend::sum_math>(parts.data(),
+                                                                            static_cast<std::int64_t>(parts.size()));
+      expect[static_cast<std::size_t>(j)] = parts[0];
+    }
+    for (int n : {1, 2}) {
+      xf::set_num_threads(n);
+      const xf::tensor got = xf::sum(x, {0});
+      CHECK(std::memcmp(got.impl()->data<float>(), expect.data(), expect.size() * sizeof(float)) == 0);
+    }
   }
 }
 

@@ -87,9 +87,15 @@ XFUNC_ELEMENT_UNARY(sqrt)
 XFUNC_ELEMENT_UNARY(log1p)
 #undef XFUNC_ELEMENT_UNARY
 
-/// Whether x is NaN (false for integers).
+/// Whether x is NaN (false for integers). Not `x != x`: xsimd 8's AVX-512 `!=` is the ordered
+/// comparison (_CMP_NEQ_OQ), false for a NaN lane, unlike IEEE's `!=` and its SSE and AVX
+/// versions; `==` is ordered everywhere, so its negation is the IEEE test on every target.
 template <class X>
-XFUNC_ELEMENT_FN auto is_nan(const X& x) { return x != x; }
+XFUNC_ELEMENT_FN auto is_nan(const X& x) { return !(x == x); }
+
+/// a != b as IEEE defines it (true when either is NaN), on every SIMD target (see is_nan).
+template <class X>
+XFUNC_ELEMENT_FN auto not_equal(const X& a, const X& b) { return !(a == b); }
 
 /// f (a scalar std function) applied to each lane of register a (and b): for the rare registers
 /// that xsimd's function must not be given (NOTE: [Exponentials of double registers]).
@@ -201,7 +207,7 @@ XFUNC_ELEMENT_FN X pow(const X& a, const X& b) {
     }
     // results at the ends of the range: xsimd flushes subnormals to 0 and overflows early
     const X r = xsimd::pow(a, b), zero(T(0)), inf(std::numeric_limits<T>::infinity());
-    if (xsimd::any((a != zero) & ((r == zero) | (xsimd::abs(r) == inf)))) return by_lane();
+    if (xsimd::any(not_equal(a, zero) & ((r == zero) | (xsimd::abs(r) == inf)))) return by_lane();
     return r;
   } else {
     return std::pow(a, b);

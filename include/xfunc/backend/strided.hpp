@@ -57,6 +57,39 @@ inline constexpr std::int64_t copy_tile = 64;  // (32 KiB of 8-byte elements in 
 // weakly ordered: each task ends with a store fence before other threads may read its output.
 inline constexpr std::size_t stream_min_bytes = std::size_t(4) << 20;
 
+/// Whether this build has a streaming store of Bytes (64 with AVX-512, 32 with AVX).
+template <std::size_t Bytes>
+inline constexpr bool can_stream_bytes =
+#if defined(__CUDACC__)
+    false;
+#elif defined(__AVX512F__)
+    Bytes == 64 || Bytes == 32;
+#elif defined(__AVX__)
+    Bytes == 32;
+#else
+    false;
+#endif
+
+/// Writes the Bytes at v to d (aligned to Bytes) by a streaming store, where can_stream_bytes.
+template <std::size_t Bytes>
+void stream_bytes([[maybe_unused]] void* d, [[maybe_unused]] const void* v) {
+#if defined(__AVX512F__) && !defined(__CUDACC__)
+  if constexpr (Bytes == 64) {
+    __m512i x;
+    std::memcpy(&x, v, 64);
+    _mm512_stream_si512(static_cast<__m512i*>(d), x);
+    return;
+  }
+#endif
+#if defined(__AVX__) && !defined(__CUDACC__)
+  if constexpr (Bytes == 32) {
+    __m256i x;
+    std::memcpy(&x, v, 32);
+    _mm256_stream_si256(static_cast<__m256i*>(d), x);
+  }
+#endif
+}
+
 // NOTE: [Transposed copy order]
 // Within a tile, the register blocks are taken along the destination's rows first: the W rows of
 // a block row each receive copy_tile consecutive elements (whole neighbouring lines) before the
@@ -256,16 +289,7 @@ struct register_transpose {
   }
 #endif
   /// Whether rows can be stored with streaming stores on this build (NOTE: [Streaming stores]).
-  static constexpr bool can_stream =
-#if defined(__CUDACC__)
-      false;
-#elif defined(__AVX512F__)
-      sizeof(row) == 64 || sizeof(row) == 32;
-#elif defined(__AVX__)
-      sizeof(row) == 32;
-#else
-      false;
-#endif
+  static constexpr bool can_stream = can_stream_bytes<sizeof(row)>;
   /// d[i * ld + j] = s[j * ls + i] for i, j in [0, N); with Stream, d and every row of it are
   /// aligned to sizeof(row), and are written by streaming stores.
   template <bool Stream>
@@ -278,30 +302,11 @@ struct register_transpose {
     for (int q = 0; q < N; ++q) std::memcpy(&r[q], s + q * ls, sizeof(row));
     level<N / 2>(r);
     for (int q = 0; q < N; ++q) {
-      if constexpr (Stream && can_stream) stream_row(d + q * ld, r[q]);
+      if constexpr (Stream && can_stream) stream_bytes<sizeof(row)>(d + q * ld, &r[q]);
       else std::memcpy(d + q * ld, &r[q], sizeof(row));
     }
 #endif
   }
-#if !defined(__CUDACC__)
-  static void stream_row([[maybe_unused]] U* d, [[maybe_unused]] const row& v) {
-#if defined(__AVX512F__)
-    if constexpr (sizeof(row) == 64) {
-      __m512i x;
-      std::memcpy(&x, &v, 64);
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(d), x);
-      return;
-    }
-#endif
-#if defined(__AVX__)
-    if constexpr (sizeof(row) == 32) {
-      __m256i x;
-      std::memcpy(&x, &v, 32);
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(d), x);
-    }
-#endif
-  }
-#endif
 };
 
 /// Orders this thread's streaming stores before its later stores (NOTE: [Streaming stores]).

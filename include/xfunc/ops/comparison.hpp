@@ -36,7 +36,7 @@ using ne_op = ne_op_t<>;
 template <class>
 struct ne_op_t : comparison_op<ne_op> {
   static constexpr const char* name = "xf::ne";
-  static constexpr auto fn = [](const auto& a, const auto& b) { return a != b; };
+  static constexpr auto fn = [](const auto& a, const auto& b) { return element::not_equal(a, b); };
 };
 template <class = void>
 struct lt_op_t;
