@@ -69,6 +69,8 @@ struct data_set {
   std::vector<float> mat2 = random_floats(1024 * 1024, 6);
   std::vector<float> batch = random_floats(64 * 128 * 128, 7);
   std::vector<float> batch2 = random_floats(64 * 128 * 128, 8);
+  std::vector<float> pe_a = random_floats(256 * 128, 13);  // per-example outer products [256,128,1] x
+  std::vector<float> pe_b = random_floats(256 * 784, 14);  // [256,1,784]: an MLP's weight gradients under vmap
   std::vector<std::int64_t> rows = random_indices(S, S, 9);        // index_select: 2048 rows of 2048
   std::vector<std::int64_t> cols = random_indices(S * S, S, 10);   // gather / scatter_add along dim 1
   std::vector<std::int64_t> targets2k = random_indices(S, S, 11);
@@ -85,7 +87,7 @@ const data_set& data() {
 }
 
 struct xf_inputs {
-  xf::tensor x, sq, sq2, big, mat, mat2, batch, batch2, rows, cols, targets2k, targets4k, mask, zeros_sq;
+  xf::tensor x, sq, sq2, big, mat, mat2, batch, batch2, pe_a, pe_b, rows, cols, targets2k, targets4k, mask, zeros_sq;
   xf_inputs() {
     const data_set& d = data();
     x = to_xf(d.x, {N});
@@ -96,6 +98,8 @@ struct xf_inputs {
     mat2 = to_xf(d.mat2, {1024, 1024});
     batch = to_xf(d.batch, {64, 128, 128});
     batch2 = to_xf(d.batch2, {64, 128, 128});
+    pe_a = to_xf(d.pe_a, {256, 128, 1});
+    pe_b = to_xf(d.pe_b, {256, 1, 784});
     rows = to_xf(d.rows, {S});
     cols = to_xf(d.cols, {S, S});
     targets2k = to_xf(d.targets2k, {S});
@@ -232,7 +236,7 @@ void add_op(const op_spec& s) {
 
 #if defined(XFUNC_BENCH_TORCH)
 struct torch_inputs {
-  torch::Tensor x, sq, sq2, big, mat, mat2, batch, batch2, rows, cols, targets2k, targets4k, mask, zeros_sq;
+  torch::Tensor x, sq, sq2, big, mat, mat2, batch, batch2, pe_a, pe_b, rows, cols, targets2k, targets4k, mask, zeros_sq;
   torch_inputs() {
     const data_set& d = data();
     auto f32 = [](const std::vector<float>& v, std::vector<std::int64_t> shape) {
@@ -249,6 +253,8 @@ struct torch_inputs {
     mat2 = f32(d.mat2, {1024, 1024});
     batch = f32(d.batch, {64, 128, 128});
     batch2 = f32(d.batch2, {64, 128, 128});
+    pe_a = f32(d.pe_a, {256, 128, 1});
+    pe_b = f32(d.pe_b, {256, 1, 784});
     rows = i64(d.rows, {S});
     cols = i64(d.cols, {S, S});
     targets2k = i64(d.targets2k, {S});
@@ -358,6 +364,14 @@ int main(int argc, char** argv) {
                     128, data().batch2.data() + p * 128 * 128, 128, 0.f, o + p * 128 * 128, 128);
     });
   });
+  reg("blas/bmm k=1 loop", [](benchmark::State& st) {  // what xf::bmm called before NOTE: [Outer products]
+    openblas_set_num_threads(1);
+    run_loop(st, 256 * 128 * 784, [](float* o) {
+      for (std::int64_t p = 0; p < 256; ++p)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 128, 784, 1, 1.f, data().pe_a.data() + p * 128, 1,
+                    data().pe_b.data() + p * 784, 784, 0.f, o + p * 128 * 784, 784);
+    });
+  });
   reg("loop/sum", [](benchmark::State& st) {
     run_loop(st, 1, [](float* o) {
       const float* a = data().sq.data();
@@ -431,11 +445,17 @@ int main(int argc, char** argv) {
                                                                                                         in.batch2);
           } TORCH_OP(torch::bmm(t.batch, t.batch2)),
           "blas/bmm 64x128^3 loop", 0, 1.1, "vs a loop of cblas_sgemm; libtorch: torch::bmm"});
+  add_op({"bmm [256,128,1]x[256,1,784]", [](const I& in) { return xf::bmm(in.pe_a, in.pe_b); }
+          TORCH_OP(torch::bmm(t.pe_a, t.pe_b)), "blas/bmm k=1 loop", 0, none,
+          "vs a loop of cblas_sgemm (k = 1: outer products, 100 MiB written)"});
   // reductions (the lead's kernels; measured as they are)
   add_op({"sum(a) 2048^2", [](const I& in) { return xf::sum(in.sq); } TORCH_OP(torch::sum(t.sq)), "loop/sum", 0, none,
           "vs hand loop"});
   add_op({"sum(a) 4096^2", [](const I& in) { return xf::sum(in.big); } TORCH_OP(torch::sum(t.big)), "loop/sum 4096^2",
           0, none, "vs hand loop"});
+  add_op({"sum(a,{0}) [256,65536]", [](const I& in) { return xf::sum(in.big.view({256, 65536}), {0}); }
+          TORCH_OP(torch::sum(t.big.view({256, 65536}), {0})), "loop/sum 4096^2", 0, 1.0,
+          "vs a hand loop reading the same bytes (few long columns: NOTE: [Row streaming])"});
   for (int n : {2048, 4096}) {
     const std::string sz = " " + std::to_string(n) + "^2";
     auto pick = [n](const I& in) -> const xf::tensor& { return n == 2048 ? in.sq : in.big; };
