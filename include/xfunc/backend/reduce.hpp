@@ -218,7 +218,7 @@ T fold_run(const T* p, std::int64_t r, bool split) {
 /// fold_group rows at a time into a stripe of accumulators that stays in L1 (row_stripe bytes),
 /// not as narrow tiles down all rows: a tile of 64 columns down 64 rows keeps 64 memory streams
 /// open, more than the hardware prefetchers follow, and ran at a third of the read bandwidth
-/// ([256, 100352] float32 over dim 0: 10.4 -> 4.8 ms; 2048^2: 0.88 -> 0.49 ms). Each column is
+/// ([256, 100352] float32 over dim 0: 9.2 -> 4.3-5.0 ms; 2048^2: 0.55-0.61 -> 0.33 ms). Each column is
 /// still folded row by row from the identity, so the bits are those of the tiled loop.
 inline constexpr int fold_group = 8;
 inline constexpr std::int64_t row_stripe = 32 * 1024;
