@@ -110,6 +110,7 @@ void outer_products(const T* pa, std::int64_t sa, std::int64_t ia, const T* pb, 
     for (std::int64_t i = i0; i < i1; ++i) {
       const T x = pa[p * sa + i * ia];
       T* c = pc + (p * n + i) * m;
+      const V vx(x);
       std::int64_t j = 0;
       if (stream) {  // ordinary stores up to the first aligned register, then streaming ones
         const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(c) % bytes;
@@ -117,11 +118,10 @@ void outer_products(const T* pa, std::int64_t sa, std::int64_t ia, const T* pb, 
             misaligned == 0 ? 0 : std::min<std::int64_t>(m, static_cast<std::int64_t>((bytes - misaligned) / sizeof(T)));
         for (; j < head; ++j) c[j] = x * b[j];
         for (; j + W <= m; j += W) {
-          const V v = V::load_unaligned(b + j) * V(x);
+          const V v = V::load_unaligned(b + j) * vx;
           stream_bytes<bytes>(c + j, &v);
         }
       }
-      const V vx(x);
       for (; j + W <= m; j += W) (V::load_unaligned(b + j) * vx).store_unaligned(c + j);
       for (; j < m; ++j) c[j] = x * b[j];
     }

@@ -76,7 +76,9 @@ using logical_and_op = logical_and_op_t<>;
 template <class>
 struct logical_and_op_t : comparison_op<logical_and_op> {
   static constexpr const char* name = "xf::logical_and";
-  static constexpr auto fn = [](const auto& a, const auto& b) { return a != element::lit(a, 0) && b != element::lit(b, 0); };
+  static constexpr auto fn = [](const auto& a, const auto& b) {
+    return element::not_equal(a, element::lit(a, 0)) && element::not_equal(b, element::lit(b, 0));
+  };
 };
 template <class = void>
 struct logical_or_op_t;
@@ -84,7 +86,9 @@ using logical_or_op = logical_or_op_t<>;
 template <class>
 struct logical_or_op_t : comparison_op<logical_or_op> {
   static constexpr const char* name = "xf::logical_or";
-  static constexpr auto fn = [](const auto& a, const auto& b) { return a != element::lit(a, 0) || b != element::lit(b, 0); };
+  static constexpr auto fn = [](const auto& a, const auto& b) {
+    return element::not_equal(a, element::lit(a, 0)) || element::not_equal(b, element::lit(b, 0));
+  };
 };
 template <class = void>
 struct logical_not_op_t;
