@@ -807,7 +807,8 @@ TEST_CASE("matmul through BLAS: transposed operands, bmm and vmap, the same at e
 TEST_CASE("matmul with k == 1 (outer products): streaming stores, strided operands, every thread count",
           "[backend][linalg]") {
   // NOTE: [Outer products]: c[p, i, j] = a[p, i] * b[p, j], one rounding as in the GEMM; results of
-  // 4 MiB and more take streaming stores, rows of 1001 floats start off a register boundary
+  // 16 MiB and more take streaming stores (the first of each pair of cases below, the second
+  // ordinary ones), rows of 1001 floats start off a register boundary
   auto check = [](const xf::tensor& a, const xf::tensor& b, const xf::tensor& got) {
     const std::int64_t P = got.size(0), n = got.size(1), m = got.size(2);
     xf::detail::visit_dtype(got.dtype(), [&](auto tag) {
@@ -828,8 +829,10 @@ TEST_CASE("matmul with k == 1 (outer products): streaming stores, strided operan
     std::int64_t P, n, m;
     xf::dtype dt;
   };
-  for (const outer_case& c : {outer_case{12, 100, 1001, xf::f32}, outer_case{8, 65, 2050, xf::f64},
-                              outer_case{3, 5, 7, xf::f32}, outer_case{1, 300, 4000, xf::f32}}) {
+  static_assert(xf::detail::backend::outer_stream_min_bytes == std::size_t(16) << 20, "resize the cases below");
+  for (const outer_case& c : {outer_case{44, 100, 1001, xf::f32}, outer_case{12, 100, 1001, xf::f32},
+                              outer_case{16, 65, 2050, xf::f64}, outer_case{8, 65, 2050, xf::f64},
+                              outer_case{1, 1100, 4000, xf::f32}, outer_case{3, 5, 7, xf::f32}}) {
     INFO(c.P << " x " << c.n << " x " << c.m << ", " << c.dt);
     const xf::tensor a = xf::randn({c.P, c.n, 1}, c.dt), b = xf::randn({c.P, 1, c.m}, c.dt);
     const xf::tensor plain = same_at_every_thread_count([&] { return xf::bmm(a, b); });

@@ -24,3 +24,37 @@ TEST_CASE("a tensor with no elements is contiguous, whatever its strides", "[ten
   CHECK(xf::sum(e.contiguous(), {1}).shape() == xf::shape_t{2, 3});
   CHECK_FALSE(xf::zeros({2, 3}).t().is_contiguous());
 }
+
+TEST_CASE("buffers of 64 KiB and more are recycled, within the cache's bounds", "[tensor][allocation]") {
+  // NOTE: [Buffer allocation]: the cache is off under AddressSanitizer (use-after-free stays visible)
+#if XFUNC_DETAIL_BUFFER_CACHE
+  auto& cache = xf::detail::large_buffer_cache::instance();
+  const void* first = nullptr;
+  {
+    const xf::tensor a = xf::empty({16384 + 16});  // 64 KiB and a line
+    first = a.impl()->data<float>();
+  }
+  const xf::tensor b = xf::empty({16384 + 16});
+  CHECK(b.impl()->data<float>() == first);  // the block just freed, not a fresh mapping
+  // below the threshold the C allocator keeps the block
+  const std::size_t held = cache.cached_blocks();
+  { const xf::tensor small = xf::empty({1000}); }
+  CHECK(cache.cached_blocks() == held);
+  // many distinct sizes: the cache keeps at most max_blocks of them (so a lookup stays short)
+  {
+    std::vector<xf::tensor> many;
+    for (std::int64_t i = 0; i < 1100; ++i) many.push_back(xf::empty({16384 + 16 * i}));
+  }
+  CHECK(cache.cached_blocks() <= xf::detail::large_buffer_cache::max_blocks);
+  CHECK(cache.cached_bytes() <= xf::detail::large_buffer_cache::max_cached);
+  // a kernel's working memory comes from the same cache: a column sum needs blocks of partial
+  // sums, and a second call finds the first one's blocks
+  const xf::tensor x = xf::ones({1000, 20000});
+  CHECK(xf::sum(x, {0}).select(0, 7).item<float>() == 1000.0f);
+  const std::size_t after_first = cache.cached_blocks();
+  CHECK(xf::sum(x, {0}).select(0, 7).item<float>() == 1000.0f);
+  CHECK(cache.cached_blocks() == after_first);
+#else
+  SUCCEED("the buffer cache is off in this build (AddressSanitizer)");
+#endif
+}

@@ -140,6 +140,28 @@ TEST_CASE("reduction kernels: permuted, transposed, broadcast and sliced inputs"
   }
 }
 
+TEST_CASE("reduction kernels: kept dims in another order than the input's memory", "[ops][reduction]") {
+  // the accumulators come out in memory order and are placed in logical order by a tiled copy
+  // (register blocks and edges: 70 and 130 are not multiples of a block), finished and converted
+  const xf::tensor base = values({3, 130, 70}, xf::f64);
+  const xf::tensor x = base.permute({0, 2, 1});  // logical [3, 70, 130], memory [3, 130, 70]
+  for (xf::dtype dt : {xf::f32, xf::f64, xf::i64, xf::b8}) {
+    INFO("dtype " << dt);
+    const xf::tensor xt = (dt == xf::b8 ? base > 0.5 : (base * 100.0).to(dt)).permute({0, 2, 1});
+    const xf::tensor expect = reference(xt.to(xf::f64), {0}, "sum");
+    const xf::tensor got = xf::sum(xt, {0});
+    CHECK(got.shape() == xf::shape_t{70, 130});
+    CHECK(got.is_contiguous());
+    CHECK(xf::allclose(got.to(xf::f64), expect, 1e-6, 1e-4));
+    const xf::tensor kept = xf::sum(xt, {0}, true);
+    CHECK(kept.shape() == xf::shape_t{1, 70, 130});
+    CHECK(xf::equal(kept.reshape({70, 130}), got));
+  }
+  CHECK(xf::allclose(xf::amax(x, {0}), reference(x, {0}, "amax")));
+  CHECK(xf::allclose(xf::mean(x, {0}), reference(x, {0}, "sum") / 3.0, 1e-12, 1e-12));
+  CHECK(xf::allclose(xf::sum(x.permute({2, 1, 0}), {1}), reference(x.permute({2, 1, 0}), {1}, "sum"), 1e-12, 1e-11));
+}
+
 TEST_CASE("reduction kernels: dtypes, empty and one-element tensors, NaN", "[ops][reduction]") {
   const xf::tensor i = xf::arange(0.0, 120000.0, 1.0, xf::i64).reshape({300, 400});
   CHECK(xf::sum(i).item<std::int64_t>() == 119999LL * 120000LL / 2);

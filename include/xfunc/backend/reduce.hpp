@@ -271,22 +271,24 @@ void reduce_arb(const T* x, std::int64_t A, std::int64_t R, std::int64_t B, T* o
     const T* xa = x + a * R * B;
     const std::int64_t cols = split ? std::max<std::int64_t>(1024, (B + 4 * threads - 1) / (4 * threads)) : B;
     const std::int64_t ncols = (B + cols - 1) / cols;
+    T* const acc = nblocks == 1 ? out + a * B : parts;  // one block of rows: fold straight into out
     auto task = [&](std::int64_t t) {
       const std::int64_t blk = t / ncols, b0 = (t % ncols) * cols;
-      fold_rows<M, Fold>(xa, B, blk * rows, std::min(R, (blk + 1) * rows), b0, std::min(B, b0 + cols), parts + blk * B);
+      fold_rows<M, Fold>(xa, B, blk * rows, std::min(R, (blk + 1) * rows), b0, std::min(B, b0 + cols), acc + blk * B);
     };
     if (split) parallel_for(nblocks * ncols, rows * std::min(cols, B), task);
     else for (std::int64_t t = 0; t < nblocks * ncols; ++t) task(t);
+    if (nblocks == 1) return;
     combine_vectors_pairwise<M>(parts, nblocks, B);
     std::copy(parts, parts + B, out + a * B);
   };
   if (A >= 2 * threads) {  // outputs of different a in parallel, each computed in full by one task
     parallel_for(A, R * B, [&](std::int64_t a) {
-      std::vector<T> parts(static_cast<std::size_t>(nblocks * B));
+      const scratch<T> parts(nblocks > 1 ? nblocks * B : 0);
       one(a, parts.data(), false);
     });
   } else {  // the blocks of rows and columns of each a in parallel
-    std::vector<T> parts(static_cast<std::size_t>(nblocks * B));
+    const scratch<T> parts(nblocks > 1 ? nblocks * B : 0);
     for (std::int64_t a = 0; a < A; ++a) one(a, parts.data(), true);
   }
 }
@@ -363,7 +365,7 @@ tensor reduce(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, 
     std::int64_t kept_total = 1;
     for (const auto& g : groups)
       if (!g.second) kept_total *= g.first;
-    std::vector<T> buf;
+    scratch<T> buf;
     const T* cur = p;
     bool first = true;
     while (true) {
@@ -378,7 +380,7 @@ tensor reduce(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, 
       for (std::ptrdiff_t i = 0; i < r; ++i) A *= groups[static_cast<std::size_t>(i)].first;
       for (std::size_t i = static_cast<std::size_t>(r) + 1; i < groups.size(); ++i) B *= groups[i].first;
       const std::int64_t R = groups[static_cast<std::size_t>(r)].first;
-      std::vector<T> next(static_cast<std::size_t>(A * B));
+      scratch<T> next(A * B);
       if (first) reduce_arb<M, true>(cur, A, R, B, next.data());
       else reduce_arb<M, false>(cur, A, R, B, next.data());
       first = false;
@@ -393,12 +395,14 @@ tensor reduce(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, 
       }
     }
     if (first) {  // nothing reduced (every reduced dim has extent 1): each accumulator holds one element
-      buf.resize(static_cast<std::size_t>(kept_total));
-      for (std::int64_t i = 0; i < kept_total; ++i) buf[static_cast<std::size_t>(i)] = M::fold(M::template identity<T>(), p[i]);
-      cur = buf.data();
+      buf = scratch<T>(kept_total);
+      for (std::int64_t i = 0; i < kept_total; ++i) buf[i] = M::fold(M::template identity<T>(), p[i]);
     }
-    // `cur` holds the accumulators in the order of the kept dims by decreasing stride; the
-    // output wants them in logical order
+    // `buf` holds the accumulators in the order of the kept dims by decreasing stride; they are
+    // finished in place, then placed in the output's logical order (a tiled copy when the input's
+    // kept dims were permuted, as in a weight gradient computed transposed)
+    T* const acc = buf.data();
+    for (std::int64_t i = 0; i < kept_total; ++i) acc[i] = M::finish(acc[i]);
     std::vector<std::int64_t> kept_dims;  // input dims (extent > 1) in physical order
     for (const auto& d : order)
       if (!d.reduced) kept_dims.push_back(d.index);
@@ -407,7 +411,7 @@ tensor reduce(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, 
       O* o = out.impl()->template data<O>();
       const bool in_order = std::is_sorted(kept_dims.begin(), kept_dims.end());
       if (in_order) {
-        for (std::int64_t i = 0; i < kept_total; ++i) o[i] = static_cast<O>(M::finish(cur[i]));
+        for (std::int64_t i = 0; i < kept_total; ++i) o[i] = static_cast<O>(acc[i]);
         return;
       }
       // strides of the output (logical, keepdim or not) for each kept input dim, in cur's order
@@ -420,9 +424,8 @@ tensor reduce(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, 
         dst_stride.push_back(ost[pos]);
         extent.push_back(x.shape()[static_cast<std::size_t>(d)]);
       }
-      shape_t ext(extent.begin(), extent.end()), dst(dst_stride.begin(), dst_stride.end());
-      const T* c = cur;
-      for_each_offset(ext, dst, 0, [&](std::int64_t off) { o[off] = static_cast<O>(M::finish(*c++)); });
+      const shape_t ext(extent.begin(), extent.end()), dst(dst_stride.begin(), dst_stride.end());
+      strided_copy<O, T>(ext, o, dst, acc, contiguous_strides(ext));
     });
   });
   return out;

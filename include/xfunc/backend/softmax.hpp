@@ -94,9 +94,9 @@ void normalize_arb(const T* x, std::int64_t A, std::int64_t R, std::int64_t B, T
   const std::int64_t nblocks = (R + rows - 1) / rows;
   parallel_for(A, 3 * R * B, [&](std::int64_t a) {
     const T* xa = x + a * R * B;
-    std::vector<T> shift(static_cast<std::size_t>(B)), parts(static_cast<std::size_t>(nblocks * B));
+    const scratch<T> shift(B), parts(nblocks * B);
     fold_rows<extreme_math<true>, true>(xa, B, 0, R, 0, B, shift.data());
-    for (auto& v : shift) v = lse_shift(v);
+    for (std::int64_t b = 0; b < B; ++b) shift[b] = lse_shift(shift[b]);
     for (std::int64_t blk = 0; blk < nblocks; ++blk) {
       T* acc = parts.data() + blk * B;
       std::fill(acc, acc + B, T(0));
@@ -106,19 +106,19 @@ void normalize_arb(const T* x, std::int64_t A, std::int64_t R, std::int64_t B, T
         for (; j + W <= B; j += W)
           (V::load_unaligned(acc + j) + element::exp(V::load_unaligned(row + j) - V::load_unaligned(shift.data() + j)))
               .store_unaligned(acc + j);
-        for (; j < B; ++j) acc[j] += std::exp(row[j] - shift[static_cast<std::size_t>(j)]);
+        for (; j < B; ++j) acc[j] += std::exp(row[j] - shift[j]);
       }
     }
     combine_vectors_pairwise<sum_math>(parts.data(), nblocks, B);
-    for (std::int64_t b = 0; b < B; ++b) parts[static_cast<std::size_t>(b)] = std::log(parts[static_cast<std::size_t>(b)]) + shift[static_cast<std::size_t>(b)];
+    for (std::int64_t b = 0; b < B; ++b) parts[b] = std::log(parts[b]) + shift[b];
     if constexpr (N == normalization::logsumexp) {
-      std::copy(parts.begin(), parts.begin() + B, out + a * B);
+      std::copy(parts.data(), parts.data() + B, out + a * B);
     } else {
       for (std::int64_t r = 0; r < R; ++r) {
         const T* row = xa + r * B;
         T* o = out + a * R * B + r * B;
         for (std::int64_t b = 0; b < B; ++b) {
-          const T lse = parts[static_cast<std::size_t>(b)];
+          const T lse = parts[b];
           o[b] = N == normalization::softmax ? std::exp(row[b] - lse) : row[b] - lse;
         }
       }

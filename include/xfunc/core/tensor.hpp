@@ -43,10 +43,14 @@ void settle_readers_of(const storage& s);
 // Tiny buffers live inline in their storage object, which is allocated without over-alignment
 // so that it takes malloc's fast (thread-cache) path: a 1-element op then costs two small
 // mallocs (impl and storage), not an aligned allocation. Heap buffers are 64-byte aligned.
-// Buffers of 1 MiB and more are recycled through a process-wide cache of freed blocks (exact
-// size match, most recently freed first, bounded in total bytes, oldest evicted first): the C
-// allocator hands such blocks back to the OS on free, and touching a fresh mapping page-faults
-// and zero-fills every page, which costs more than a streaming kernel over the same bytes.
+// Buffers of 64 KiB and more are recycled through a process-wide cache of freed blocks (exact
+// size match, most recently freed first, bounded in total bytes and in count, oldest evicted
+// first): the C allocator hands such blocks back to the OS on free (an mmap, or the heap's top
+// trimmed), and touching a fresh mapping page-faults and zero-fills every page, which costs
+// more than a streaming kernel over the same bytes. (The threshold was 1 MiB until 2026-12-03:
+// a loop over chunks of a vmap, whose sums are 400 KB each, then took 1300 page faults per step.)
+// Kernels take their working memory from the same cache (`scratch`), not from std::vector,
+// which would zero-fill fresh pages on every call.
 // Blocks of 2 MiB and more are 2 MiB aligned and advised as transparent huge pages (Linux,
 // where the system's setting is "madvise", Debian's default): a streaming kernel then crosses a
 // page, and misses the TLB, 512 times less often (a 64 MiB sum is 10-20% faster), and a fresh
@@ -60,8 +64,9 @@ void settle_readers_of(const storage& s);
 
 class large_buffer_cache {
  public:
-  static constexpr std::size_t min_bytes = std::size_t(1) << 20;     // cache blocks this large
+  static constexpr std::size_t min_bytes = std::size_t(64) << 10;    // cache blocks this large
   static constexpr std::size_t max_cached = std::size_t(512) << 20;  // at most this much held
+  static constexpr std::size_t max_blocks = 1024;                    // and this many (bounds a lookup)
 
   static large_buffer_cache& instance() {
     // Never destroyed: tensors in static objects may release buffers during exit.
@@ -102,7 +107,7 @@ class large_buffer_cache {
       blocks_.push_back({p, bytes});
       cached_ += bytes;
       std::size_t n = 0;
-      while (cached_ > max_cached) {
+      while (cached_ > max_cached || blocks_.size() - n > max_blocks) {
         evicted.push_back(blocks_[n].p);
         cached_ -= blocks_[n].bytes;
         ++n;
@@ -110,6 +115,15 @@ class large_buffer_cache {
       blocks_.erase(blocks_.begin(), blocks_.begin() + static_cast<std::ptrdiff_t>(n));
     }
     for (auto* q : evicted) std::free(q);
+  }
+  /// What the cache holds now (for tests and diagnostics).
+  std::size_t cached_blocks() {
+    std::lock_guard<std::mutex> lock(m_);
+    return blocks_.size();
+  }
+  std::size_t cached_bytes() {
+    std::lock_guard<std::mutex> lock(m_);
+    return cached_;
   }
 
  private:
@@ -175,6 +189,20 @@ struct storage {
 
  private:
   std::size_t rounded() const { return (nbytes + 63) / 64 * 64; }
+};
+
+/// Uninitialised working memory for a kernel: n elements of T, 64-byte aligned above 32 bytes,
+/// recycled through the buffer cache (NOTE: [Buffer allocation]).
+template <class T>
+class scratch {
+ public:
+  scratch() = default;
+  explicit scratch(std::int64_t n) : s_(std::make_unique<storage>(static_cast<std::size_t>(n) * sizeof(T))) {}
+  T* data() const { return s_ ? reinterpret_cast<T*>(s_->data) : nullptr; }
+  T& operator[](std::int64_t i) const { return data()[i]; }
+
+ private:
+  std::unique_ptr<storage> s_;
 };
 
 enum class impl_kind : std::uint8_t { dense, grad, dual, batched, functional };
