@@ -16,6 +16,8 @@
 //      threads; the same step without per-example gradients (grad of the mean loss, which does not
 //      write and read back 100 MiB of per-example gradients); and the copy bandwidth of N ranks
 //      copying 100 MiB at once against rank 0 alone (the machine's shared memory bandwidth).
+//      The same step with the per-example gradients computed 16 examples at a time and summed at
+//      once (Opacus' physical batches), N ranks against 1, is a second row with the same target.
 //   3. average_gradients of 100 leaves of shape [64] float32 vs 100 all_reduce(leaf, mean) calls:
 //      time of each and the messages each starts (xf::dist::detail::config().messages). Targets:
 //      average_gradients >= 5x faster, and at most 3 messages.
@@ -259,6 +261,28 @@ params_t dp_grads(const params_t& p, const xf::tensor& x, const xf::tensor& y, c
                        xf::mean(std::get<3>(g), batch)};
   return dist::average_gradients(local, comm);
 }
+/// The same, with the per-example gradients computed `chunk` examples at a time and summed at
+/// once (as Opacus' physical batches): each chunk's 6.4 MB of per-example gradients is summed
+/// while it is still in cache, instead of 50-100 MB written to memory and read back.
+constexpr std::int64_t chunk = 16;
+params_t dp_grads_chunked(const params_t& p, const xf::tensor& x, const xf::tensor& y, const dist::communicator& comm) {
+  static const auto per_example = xf::vmap(xf::grad(loss), xf::in_dims(xf::none, 0, 0));
+  const std::vector<std::int64_t> batch{0};
+  const std::int64_t n = x.size(0);
+  params_t sum;
+  for (std::int64_t c = 0; c < n; c += chunk) {
+    const std::int64_t len = std::min(chunk, n - c);
+    const auto g = per_example(p, x.narrow(0, c, len), y.narrow(0, c, len));
+    params_t part{xf::sum(std::get<0>(g), batch), xf::sum(std::get<1>(g), batch), xf::sum(std::get<2>(g), batch),
+                  xf::sum(std::get<3>(g), batch)};
+    if (c == 0) sum = std::move(part);
+    else sum = {std::get<0>(sum) + std::get<0>(part), std::get<1>(sum) + std::get<1>(part),
+                std::get<2>(sum) + std::get<2>(part), std::get<3>(sum) + std::get<3>(part)};
+  }
+  const double inv = 1.0 / static_cast<double>(n);
+  return dist::average_gradients(
+      params_t{std::get<0>(sum) * inv, std::get<1>(sum) * inv, std::get<2>(sum) * inv, std::get<3>(sum) * inv}, comm);
+}
 /// The same gradient without per-example gradients: grad of the loss's mean over the local batch.
 params_t dp_grads_of_mean(const params_t& p, const xf::tensor& x, const xf::tensor& y, const dist::communicator& comm) {
   static const auto g = xf::grad(loss);
@@ -299,18 +323,19 @@ void bench_data_parallel() {
   const dist::communicator world = dist::world();
   const dist::communicator solo = world.split(rank, 0);  // this rank alone
 
-  {  // the N-rank gradient equals rank 0's gradient over the whole batch
-    const params_t g_n = dp_grads(p0, xs, ys, world);
+  {  // the N-rank gradient equals rank 0's gradient over the whole batch, chunked or not
+    const params_t g_n = dp_grads(p0, xs, ys, world), g_nc = dp_grads_chunked(p0, xs, ys, world);
     if (rank == 0) {
       const params_t g_1 = dp_grads(p0, x, y, solo);
       say(fmt("data-parallel step: max |grad on %.0f ranks - grad on 1 rank| = ", size) +
           fmt("%.3g", max_abs_diff(g_n, g_1)) + fmt(" (local batch %.0f", static_cast<double>(xs.size(0))) +
-          fmt(" vs %.0f)", static_cast<double>(B)));
+          fmt(" vs %.0f)", static_cast<double>(B)) + fmt("; chunks of %.0f: ", static_cast<double>(chunk)) +
+          fmt("%.3g", max_abs_diff(g_nc, g_1)));
     }
     sleepy_barrier();
   }
 
-  params_t p_n = p0, p_1 = p0, p_1t = p0, q_n = p0, q_1 = p0;
+  params_t p_n = p0, p_1 = p0, p_1t = p0, q_n = p0, q_1 = p0, k_n = p0, k_1 = p0;
   variant v_n{"N ranks", 3, true, [&] { p_n = train_step(p_n, xs, ys, world, dp_grads); }, {}, {}, {}};
   variant v_1{"1 rank", 3, rank == 0, [&] { p_1 = train_step(p_1, x, y, solo, dp_grads); }, {}, {}, {}};
   variant v_1t{"1 rank, N threads", 3, rank == 0, [&] { p_1t = train_step(p_1t, x, y, solo, dp_grads); },
@@ -320,10 +345,13 @@ void bench_data_parallel() {
               {}};
   variant w_1{"1 rank, grad of mean", 10, rank == 0, [&] { q_1 = train_step(q_1, x, y, solo, dp_grads_of_mean); }, {},
               {}, {}};
+  variant k_vn{"N ranks, chunked", 3, true, [&] { k_n = train_step(k_n, xs, ys, world, dp_grads_chunked); }, {}, {}, {}};
+  variant k_v1{"1 rank, chunked", 3, rank == 0, [&] { k_1 = train_step(k_1, x, y, solo, dp_grads_chunked); }, {}, {},
+               {}};
   const xf::tensor big = xf::ones({std::int64_t{25} << 20});  // 100 MiB, the size of the w1 per-example gradients
   variant c_n{"clone, every rank", 1, true, [&] { settle(big.clone()); }, {}, {}, {}};
   variant c_1{"clone, rank 0", 1, rank == 0, [&] { settle(big.clone()); }, {}, {}, {}};
-  measure({&v_n, &v_1, &v_1t, &w_n, &w_1, &c_n, &c_1}, 2, 11);
+  measure({&v_n, &v_1, &v_1t, &k_vn, &k_v1, &w_n, &w_1, &c_n, &c_1}, 2, 11);
 
   auto eps = [&](const variant& v) { return static_cast<double>(B) / summarize(v.s).median; };
   const std::string n_name = std::to_string(size);
@@ -331,6 +359,11 @@ void bench_data_parallel() {
   add_speedup("dp step, " + n_name + " ranks x " + local + " examples", v_n, "1 rank x 256 examples", v_1, 0.8 * size,
               fmt("%.0f ex/s", eps(v_n)) + fmt(" vs %.0f ex/s", eps(v_1)) +
                   fmt(" (efficiency %.0f%%)", 100.0 * eps(v_n) / eps(v_1) / size));
+  add_speedup("dp step in chunks of " + std::to_string(chunk) + ", " + n_name + " ranks", k_vn, "the same, 1 rank",
+              k_v1, 0.8 * size,
+              fmt("%.0f ex/s", eps(k_vn)) + fmt(" vs %.0f ex/s", eps(k_v1)) +
+                  fmt(" (efficiency %.0f%%", 100.0 * eps(k_vn) / eps(k_v1) / size) +
+                  fmt("; 1 rank %.2fx the unchunked step's time)", summarize(k_v1.s).median / summarize(v_1.s).median));
   add_speedup("  1 rank x 256, " + n_name + " threads", v_1t, "1 rank x 256 examples", v_1, 0,
               fmt("%.0f ex/s", eps(v_1t)), 1.0, true);
   add_speedup("  dp step, no per-example grads, " + n_name + " ranks", w_n, "the same, 1 rank x 256", w_1, 0,
@@ -342,7 +375,8 @@ void bench_data_parallel() {
   print_table(("2. data-parallel step, MLP 784-128-10, global batch 256 (ratio: throughput / baseline's; 1 thread per "
                "rank; [min - max] of 11 reps)"));
   say("   " + n_name + " ranks          " + fmt_spread(v_n) + "\n   1 rank           " + fmt_spread(v_1) +
-      "\n   1 rank, " + n_name + " thr.   " + fmt_spread(v_1t) + "\n   grad of mean, " + n_name + " ranks " +
+      "\n   1 rank, " + n_name + " thr.   " + fmt_spread(v_1t) + "\n   chunked, " + n_name + " ranks " +
+      fmt_spread(k_vn) + "\n   chunked, 1 rank  " + fmt_spread(k_v1) + "\n   grad of mean, " + n_name + " ranks " +
       fmt_spread(w_n) + "\n   grad of mean, 1 rank  " + fmt_spread(w_1) + "\n   copy, " + n_name + " ranks  " +
       fmt_spread(c_n) + "\n   copy, 1 rank   " + fmt_spread(c_1));
 }
