@@ -414,7 +414,7 @@ tensor reduce(const tensor& x, const dims_t& dims, bool keepdim, dtype compute, 
         for (std::int64_t i = 0; i < kept_total; ++i) o[i] = static_cast<O>(acc[i]);
         return;
       }
-      // strides of the output (logical, keepdim or not) for each kept input dim, in cur's order
+      // strides of the output (logical, keepdim or not) for each kept input dim, in buf's order
       shape_t ost = contiguous_strides(oshape);
       std::vector<std::int64_t> dst_stride, extent;
       for (auto d : kept_dims) {
