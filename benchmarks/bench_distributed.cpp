@@ -251,10 +251,11 @@ xf::tensor loss(const params_t& p, const xf::tensor& x, const xf::tensor& y) {
   return xf::cross_entropy(xf::linear(h, w2, b2), y);
 }
 
+const auto per_example = xf::vmap(xf::grad(loss), xf::in_dims(xf::none, 0, 0));
+
 /// The gradient of the loss averaged over the global batch: per-example gradients of this rank's
 /// examples, their mean, averaged across the ranks of comm.
 params_t dp_grads(const params_t& p, const xf::tensor& x, const xf::tensor& y, const dist::communicator& comm) {
-  static const auto per_example = xf::vmap(xf::grad(loss), xf::in_dims(xf::none, 0, 0));
   const auto g = per_example(p, x, y);  // [local batch, ...] per leaf
   const std::vector<std::int64_t> batch{0};
   const params_t local{xf::mean(std::get<0>(g), batch), xf::mean(std::get<1>(g), batch), xf::mean(std::get<2>(g), batch),
@@ -266,7 +267,6 @@ params_t dp_grads(const params_t& p, const xf::tensor& x, const xf::tensor& y, c
 /// while it is still in cache, instead of 50-100 MB written to memory and read back.
 constexpr std::int64_t chunk = 16;
 params_t dp_grads_chunked(const params_t& p, const xf::tensor& x, const xf::tensor& y, const dist::communicator& comm) {
-  static const auto per_example = xf::vmap(xf::grad(loss), xf::in_dims(xf::none, 0, 0));
   const std::vector<std::int64_t> batch{0};
   const std::int64_t n = x.size(0);
   params_t sum;
