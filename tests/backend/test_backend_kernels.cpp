@@ -804,6 +804,38 @@ TEST_CASE("matmul through BLAS: transposed operands, bmm and vmap, the same at e
   CHECK(xf::allclose(bt, bm, 1e-4, 1e-4));
 }
 
+TEST_CASE("large products cut into about one tile per thread give the same bits at every thread count",
+          "[backend][linalg]") {
+  // NOTE: [Batched GEMM threads]: one thread makes one GEMM call, two cut the result's columns in
+  // two (at 576, a multiple of 64), three cut rows (at 288, a multiple of 96 but not of the 192 a
+  // tile is at least) and columns; k = 1000 spans several of BLAS's k blocks.
+  using xf::detail::backend::make_gemm_grid;
+  const auto g1 = make_gemm_grid(1, 520, 1060, 1000, 1), g2 = make_gemm_grid(1, 520, 1060, 1000, 2);
+  const auto g3 = make_gemm_grid(1, 520, 1060, 1000, 3);
+  CHECK((g1.row_tiles == 1 && g1.col_tiles == 1));
+  CHECK((g2.row_tiles == 1 && g2.col_tiles == 2 && g2.col_start(1) == 576 && g2.col_start(2) == 1060));
+  CHECK((g3.row_tiles == 2 && g3.col_tiles == 2 && g3.row_start(1) == 288 && g3.row_start(2) == 520));
+  CHECK(make_gemm_grid(4, 520, 1060, 1000, 3).col_tiles == 1);  // the batch gives the threads work
+  const auto little = make_gemm_grid(1, 520, 1060, 4, 8);  // too little work to cut
+  CHECK((little.row_tiles == 1 && little.col_tiles == 1));
+  const auto g16 = make_gemm_grid(1, 400, 2000, 1000, 16);  // no tile below 192 x 512 less the alignment
+  CHECK((g16.row_tiles == 2 && g16.col_tiles == 3));
+  for (xf::dtype dt : {xf::f32, xf::f64}) {
+    INFO(dt);
+    const xf::tensor a = xf::randn({520, 1000}, dt), b = xf::randn({1000, 1060}, dt);
+    const xf::tensor ref = xf::mm(a, b);
+    const xf::tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();
+    for (int form = 0; form < 4; ++form) {
+      INFO("transposed operands: " << form);
+      const xf::tensor r = same_at_every_thread_count([&] { return xf::mm(form & 1 ? at : a, form & 2 ? bt : b); });
+      CHECK(xf::allclose(r, ref, 1e-3, 1e-3));
+    }
+  }
+  const xf::tensor x = xf::randn({2, 300, 800}), y = xf::randn({2, 800, 600});
+  const xf::tensor bm = same_at_every_thread_count([&] { return xf::bmm(x, y); });
+  CHECK(xf::allclose(bm.select(0, 1), xf::mm(x.select(0, 1), y.select(0, 1)), 1e-3, 1e-3));
+}
+
 TEST_CASE("matmul with k == 1 (outer products): streaming stores, strided operands, every thread count",
           "[backend][linalg]") {
   // NOTE: [Outer products]: c[p, i, j] = a[p, i] * b[p, j], one rounding as in the GEMM; results of

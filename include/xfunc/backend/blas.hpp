@@ -53,13 +53,61 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
 // Products run on xfunc's pool (xf::set_num_threads), with BLAS (OpenBLAS) held to one thread
 // (set before the GEMMs when it is not: cheap to ask). A batch of small products (at most
 // bmm_split_batch_max multiply-adds each) is split over the pool by batch item, each item a
-// one-thread GEMM (BLAS's own threads would wake and synchronise once per item). A larger product is cut into tiles of the result of a fixed size
-// (gemm_tile_rows x gemm_tile_cols), each a one-thread GEMM over the whole sum, run over the
-// pool: the same BLAS calls are made at every thread count, so results do not depend on it
-// (NOTE: [Threads]). (OpenBLAS's own threads do not promise that: on AMD Zen 4 its
-// multithreaded SGEMM of a transposed operand differs in the last bits from its one-thread one.)
+// one-thread GEMM (BLAS's own threads would wake and synchronise once per item). A larger product
+// is cut into a grid of tiles of its result, about one per thread (make_gemm_grid), each a
+// one-thread GEMM over the whole sum. Why the bits do not depend on the thread count (NOTE:
+// [Threads]): a one-thread GEMM of the Goto kind (OpenBLAS; BLIS by the same design) cuts the sum
+// over k into blocks that depend on k alone, adds each block's partial sums into c in order, and
+// computes each element in a register tile of its micro-kernel, whose arithmetic can depend on
+// the element's place in that tile. So c[i, j] is the same whichever call computes it as long as
+// every call starts on a multiple of the register tile: tiles start at multiples of
+// gemm_tile_align_rows and gemm_tile_align_cols, which cover the register tiles of OpenBLAS's x86
+// kernels (Debian's OpenBLAS 0.3.21 on AMD Zen 4: any cut for f32; for f64 rows in 12s and
+// columns in 8s, found by cutting 400 x 500 products at every offset up to 200).
+// test_backend_kernels checks the claim at 1, 2 and 3 threads, every transpose, f32 and f64, sums
+// of several k blocks: a BLAS that broke it (one with other kernels for smaller calls, say) fails
+// there.
+// OpenBLAS's own threads do not keep it: on AMD Zen 4 its multithreaded SGEMM of a transposed
+// operand differed in the last bits from its one-thread one (2026-12-02).
+// Why one tile per thread, not a fixed tile size (the same calls at every thread count, as
+// until 2026-12-03): each tile packs its own panels of a and b, and small tiles pack them many
+// times. 1024^3 f32 on one thread (OpenBLAS, this VM): one call 22.4 ms, tiles of 128 x 512
+// 26.8-27.7 ms; 2048^3 165 ms against 201-220 ms. Tiles are at least gemm_min_tile_rows x
+// gemm_min_tile_cols (less the alignment) and gemm_min_tile_madds, and the grid cuts the
+// side whose re-packing costs least.
 inline constexpr double bmm_split_batch_max = double(1 << 24);
-inline constexpr std::int64_t gemm_tile_rows = 128, gemm_tile_cols = 512;
+inline constexpr std::int64_t gemm_min_tile_rows = 192, gemm_min_tile_cols = 512;
+inline constexpr std::int64_t gemm_tile_align_rows = 96, gemm_tile_align_cols = 64;
+inline constexpr double gemm_min_tile_madds = double(1 << 22);
+
+/// The grid of tiles of a batch of P [n, m] results of depth k on `threads` threads: about one
+/// tile per thread, each at least gemm_min_tile_madds multiply-adds and, when cut, of at least
+/// gemm_min_tile_rows x gemm_min_tile_cols less the alignment; tile bounds are even shares of the
+/// result rounded up to the alignments. Cutting rows into r bands re-packs b's k x m panel r
+/// times, cutting columns into c bands re-packs a's n x k panel c times: the grid minimises
+/// r * m + c * n among those with enough tiles.
+struct gemm_grid {
+  std::int64_t n, m, row_tiles, col_tiles;
+  static std::int64_t bound(std::int64_t size, std::int64_t i, std::int64_t tiles, std::int64_t align) {
+    return std::min(size, (size * i / tiles + align - 1) / align * align);
+  }
+  std::int64_t row_start(std::int64_t i) const { return bound(n, i, row_tiles, gemm_tile_align_rows); }
+  std::int64_t col_start(std::int64_t j) const { return bound(m, j, col_tiles, gemm_tile_align_cols); }
+};
+inline gemm_grid make_gemm_grid(std::int64_t P, std::int64_t n, std::int64_t m, std::int64_t k, int threads) {
+  const double madds = double(n) * double(m) * double(k);
+  const std::int64_t want = std::max<std::int64_t>(
+      1, std::min<std::int64_t>((threads + P - 1) / P, static_cast<std::int64_t>(madds / gemm_min_tile_madds)));
+  const std::int64_t max_r = std::max<std::int64_t>(1, n / gemm_min_tile_rows);
+  const std::int64_t max_c = std::max<std::int64_t>(1, m / gemm_min_tile_cols);
+  std::int64_t best_r = 1, best_c = 1;
+  for (std::int64_t r = 1; r <= std::min(want, max_r); ++r) {
+    const std::int64_t c = std::min(max_c, (want + r - 1) / r);
+    const std::int64_t tiles = std::min(want, r * c), best_tiles = std::min(want, best_r * best_c);
+    if (tiles > best_tiles || (tiles == best_tiles && r * m + c * n < best_r * m + best_c * n)) best_r = r, best_c = c;
+  }
+  return {n, m, best_r, best_c};
+}
 
 /// Sets OpenBLAS's thread count to n if it is not n already.
 inline void set_blas_threads(int n) {
@@ -174,10 +222,12 @@ tensor batched_matmul(const tensor& a, const tensor& b, dtype dt, const char* op
     if (P > 1 && madds <= bmm_split_batch_max) {
       parallel_for_blas(P, static_cast<std::int64_t>(madds), one);
     } else {
-      const std::int64_t tr = (n + gemm_tile_rows - 1) / gemm_tile_rows, tc = (m + gemm_tile_cols - 1) / gemm_tile_cols;
-      parallel_for_blas(P * tr * tc, gemm_tile_rows * gemm_tile_cols * k, [&](std::int64_t t) {
-        const std::int64_t p = t / (tr * tc), r0 = (t / tc % tr) * gemm_tile_rows, c0 = (t % tc) * gemm_tile_cols;
-        const std::int64_t rows = std::min(gemm_tile_rows, n - r0), cols = std::min(gemm_tile_cols, m - c0);
+      const gemm_grid g = make_gemm_grid(P, n, m, k, get_num_threads());
+      const std::int64_t tiles = g.row_tiles * g.col_tiles;
+      parallel_for_blas(P * tiles, static_cast<std::int64_t>(madds / double(tiles)), [&](std::int64_t t) {
+        const std::int64_t p = t / tiles, i = t % tiles / g.col_tiles, j = t % g.col_tiles;
+        const std::int64_t r0 = g.row_start(i), c0 = g.col_start(j);
+        const std::int64_t rows = g.row_start(i + 1) - r0, cols = g.col_start(j + 1) - c0;
         gemm<T>(ta, tb, rows, cols, k, pa + p * sa + (ta ? r0 : r0 * lda), lda, pb + p * sb + (tb ? c0 * ldb : c0), ldb,
                 pc + p * n * m + r0 * m + c0, m);
       });
