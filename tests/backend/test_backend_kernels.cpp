@@ -191,6 +191,30 @@ TEST_CASE("copies of every layout into contiguous buffers (clone, contiguous, to
   });
 }
 
+TEST_CASE("deferred programs with large results (streaming stores where the build has them) equal eager ops",
+          "[backend][pointwise]") {
+  // NOTE: [Streaming deferred results]: results of 32 MiB and more are written by streaming
+  // stores in AVX builds (the *_native test build); sizes that are not whole registers end in a
+  // partial one written by ordinary stores
+  const std::int64_t saved = xf::detail::set_deferred_min_numel(std::int64_t(1) << 15);
+  for (xf::dtype dt : {xf::f32, xf::f64}) {
+    INFO(dt);
+    const std::int64_t n = (std::int64_t(32) << 20) / static_cast<std::int64_t>(xf::dtype_size(dt)) + 5;
+    const xf::tensor x = xf::randn({n}, dt), y = xf::randn({n}, dt);
+    const xf::tensor lazy = same_at_every_thread_count([&] {
+      xf::tensor r = x * 1.5 + y;
+      CHECK(r.impl()->deferred.load());
+      return r;
+    });
+    xf::detail::set_deferred_min_numel(0);
+    const xf::tensor eager = x * 1.5 + y;
+    CHECK_FALSE(eager.impl()->deferred.load());
+    CHECK(bitwise_equal(lazy, eager));
+    xf::detail::set_deferred_min_numel(std::int64_t(1) << 15);
+  }
+  xf::detail::set_deferred_min_numel(saved);
+}
+
 TEST_CASE("pointwise kernels: contiguous, strided, broadcast, transposed, every dtype", "[backend][pointwise]") {
   // outside the deferral (XFUNC_DEFERRED_MIN_NUMEL may defer everything): these are the eager kernels
   const std::int64_t saved = xf::detail::set_deferred_min_numel(0);
