@@ -62,8 +62,9 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
 // the element's place in that tile. So c[i, j] is the same whichever call computes it as long as
 // every call starts on a multiple of the register tile: tiles start at multiples of
 // gemm_tile_align_rows and gemm_tile_align_cols, which cover the register tiles of OpenBLAS's x86
-// kernels (Debian's OpenBLAS 0.3.21 on AMD Zen 4: any cut for f32; for f64 rows in 12s and
-// columns in 8s, found by cutting 400 x 500 products at every offset up to 200).
+// kernels (Debian's OpenBLAS 0.3.21 on AMD Zen 4, cutting 400 x 500 products at every offset
+// up to 200: f32 at any offset but pieces of 1-3 rows or 1-5 columns, which take another kernel
+// path, hence the tiles' minimum size; f64 only rows in 12s and columns in 8s).
 // test_backend_kernels checks the claim at 1, 2 and 3 threads, every transpose, f32 and f64, sums
 // of several k blocks: a BLAS that broke it (one with other kernels for smaller calls, say) fails
 // there.
