@@ -6,7 +6,7 @@
 // a build that does not target AVX: xsimd takes only the SSE headers there, and so must we.
 // (_IMMINTRIN_H_INCLUDED is GCC's include guard, __IMMINTRIN_H clang's.)
 #if !defined(__AVX__) && (defined(_IMMINTRIN_H_INCLUDED) || defined(__IMMINTRIN_H))
-#error "<xfunc/xfunc.hpp> includes <immintrin.h> in a build without AVX (see backend/strided.hpp)"
+#error "<xfunc/xfunc.hpp> includes <immintrin.h> in a build without AVX (see backend/streaming.hpp)"
 #endif
 
 namespace xf = xfunc;

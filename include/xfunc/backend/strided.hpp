@@ -8,16 +8,9 @@
 #include <utility>
 
 #include <xsimd/xsimd.hpp>
-// streaming stores and their fence (NOTE: [Streaming stores]); <immintrin.h> only where the
-// AVX stores are compiled: it is 58k lines, a second of every user's compile (xsimd includes
-// only the SSE headers for an SSE build)
-#if defined(__AVX__)
-#include <immintrin.h>
-#elif defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 #include <xfunc/backend/parallel.hpp>
+#include <xfunc/backend/streaming.hpp>
 #include <xfunc/core/shape.hpp>
 
 namespace xfunc::detail::backend {
@@ -45,50 +38,12 @@ namespace xfunc::detail::backend {
 inline constexpr std::int64_t copy_grain = std::int64_t(1) << 15;
 inline constexpr std::int64_t copy_tile = 64;  // (32 KiB of 8-byte elements in a tile buffer)
 
-// NOTE: [Streaming stores]
-// A transposed copy into a destination too large for the caches writes each of its lines once,
-// whole (NOTE: [Register transposes]). An ordinary store first reads the line it writes into the
-// cache ("read for ownership") and later writes it back, evicting source lines on the way; a
-// non-temporal ("streaming") store writes the whole line to memory without reading it. So the
-// register blocks of a transpose whose destination has at least stream_min_bytes are stored with
-// streaming stores (AVX-512 or AVX registers, where the build targets them): `t().contiguous()`
-// of 2048^2 floats 1.9 -> 1.2 ms on the development VM. Smaller destinations keep ordinary
-// stores, since whoever reads the result next may still find it in cache. Streaming stores are
-// weakly ordered: each task ends with a store fence before other threads may read its output.
+// The register blocks of a transpose whose destination has at least stream_min_bytes are
+// stored with streaming stores (NOTE: [Streaming stores] in backend/streaming.hpp), since such a
+// transpose writes each destination line once, whole (NOTE: [Register transposes]):
+// `t().contiguous()` of 2048^2 floats 1.9 -> 1.2 ms on the development VM. Smaller destinations
+// keep ordinary stores, since whoever reads the result next may still find it in cache.
 inline constexpr std::size_t stream_min_bytes = std::size_t(4) << 20;
-
-/// Whether this build has a streaming store of Bytes (64 with AVX-512, 32 with AVX).
-template <std::size_t Bytes>
-inline constexpr bool can_stream_bytes =
-#if defined(__CUDACC__)
-    false;
-#elif defined(__AVX512F__)
-    Bytes == 64 || Bytes == 32;
-#elif defined(__AVX__)
-    Bytes == 32;
-#else
-    false;
-#endif
-
-/// Writes the Bytes at v to d (aligned to Bytes) by a streaming store, where can_stream_bytes.
-template <std::size_t Bytes>
-void stream_bytes([[maybe_unused]] void* d, [[maybe_unused]] const void* v) {
-#if defined(__AVX512F__) && !defined(__CUDACC__)
-  if constexpr (Bytes == 64) {
-    __m512i x;
-    std::memcpy(&x, v, 64);
-    _mm512_stream_si512(static_cast<__m512i*>(d), x);
-    return;
-  }
-#endif
-#if defined(__AVX__) && !defined(__CUDACC__)
-  if constexpr (Bytes == 32) {
-    __m256i x;
-    std::memcpy(&x, v, 32);
-    _mm256_stream_si256(static_cast<__m256i*>(d), x);
-  }
-#endif
-}
 
 // NOTE: [Transposed copy order]
 // Within a tile, the register blocks are taken along the destination's rows first: the W rows of
@@ -308,13 +263,6 @@ struct register_transpose {
 #endif
   }
 };
-
-/// Orders this thread's streaming stores before its later stores (NOTE: [Streaming stores]).
-inline void stream_fence() {
-#if defined(__SSE2__) && !defined(__CUDACC__)
-  _mm_sfence();
-#endif
-}
 
 /// One tile: rows along dim k (nk <= copy_tile of them), columns along the innermost dim (nl <=
 /// copy_tile). In the usual transpose (destination contiguous along the columns, source along

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include <xfunc/backend/parallel.hpp>
-#include <xfunc/backend/strided.hpp>
+#include <xfunc/backend/streaming.hpp>
 #include <xfunc/core/linkage.hpp>
 #include <xfunc/core/tensor.hpp>
 
@@ -137,7 +137,7 @@ inline bool deferred_value::reads(const storage* s) const {
 // A result of at least deferred_stream_min_bytes does not stay in the caches for whoever reads
 // it next, so a program of two or more steps computes each block of it into one more L1
 // register and copies it out by streaming stores (NOTE: [Streaming stores] in
-// backend/strided.hpp), which write whole lines without reading them first: `x * a + b` on 2^24
+// backend/streaming.hpp), which write whole lines without reading them first: `x * a + b` on 2^24
 // floats then moves 128 MiB instead of 192 (6.2-7.1 -> 3.5-3.9 ms on the development VM, old and
 // new headers alternating, -march=native; a memcpy of the same bytes 4.3-5.3 ms). A one-step
 // program keeps its single call with ordinary stores: through the extra register `exp(x)` was
