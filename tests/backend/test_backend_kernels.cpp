@@ -830,31 +830,38 @@ TEST_CASE("matmul through BLAS: transposed operands, bmm and vmap, the same at e
 
 TEST_CASE("large products cut into about one tile per thread give the same bits at every thread count",
           "[backend][linalg]") {
-  // NOTE: [Batched GEMM threads]: one thread makes one GEMM call, two cut the result's columns in
-  // two (at 576, a multiple of 64), three cut rows (at 288, a multiple of 96 but not of the 192 a
-  // tile is at least) and columns; k = 1000 spans several of BLAS's k blocks.
+  // NOTE: [Batched GEMM threads]: one thread makes one GEMM call; more cut the result's columns
+  // (at multiples of 64), or its rows when it is too narrow (at 288, a multiple of 96 but not of
+  // the 192 a tile is at least); k = 1000 spans several of BLAS's k blocks.
   using xf::detail::backend::make_gemm_grid;
   const auto g1 = make_gemm_grid(1, 520, 1060, 1000, 1), g2 = make_gemm_grid(1, 520, 1060, 1000, 2);
   const auto g3 = make_gemm_grid(1, 520, 1060, 1000, 3);
   CHECK((g1.row_tiles == 1 && g1.col_tiles == 1));
   CHECK((g2.row_tiles == 1 && g2.col_tiles == 2 && g2.col_start(1) == 576 && g2.col_start(2) == 1060));
-  CHECK((g3.row_tiles == 2 && g3.col_tiles == 2 && g3.row_start(1) == 288 && g3.row_start(2) == 520));
+  CHECK((g3.row_tiles == 1 && g3.col_tiles == 3 && g3.col_start(1) == 384 && g3.col_start(2) == 768));
   CHECK(make_gemm_grid(4, 520, 1060, 1000, 3).col_tiles == 1);  // the batch gives the threads work
   const auto little = make_gemm_grid(1, 520, 1060, 4, 8);  // too little work to cut
   CHECK((little.row_tiles == 1 && little.col_tiles == 1));
-  const auto g16 = make_gemm_grid(1, 400, 2000, 1000, 16);  // no tile below 192 x 512 less the alignment
-  CHECK((g16.row_tiles == 2 && g16.col_tiles == 3));
-  for (xf::dtype dt : {xf::f32, xf::f64}) {
-    INFO(dt);
-    const xf::tensor a = xf::randn({520, 1000}, dt), b = xf::randn({1000, 1060}, dt);
-    const xf::tensor ref = xf::mm(a, b);
-    const xf::tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();
-    for (int form = 0; form < 4; ++form) {
-      INFO("transposed operands: " << form);
-      const xf::tensor r = same_at_every_thread_count([&] { return xf::mm(form & 1 ? at : a, form & 2 ? bt : b); });
-      CHECK(xf::allclose(r, ref, 1e-3, 1e-3));
+  const auto g16 = make_gemm_grid(1, 400, 2000, 1000, 16);  // no tile below 192 x 256 less the alignment
+  CHECK((g16.row_tiles == 2 && g16.col_tiles == 7));
+  const auto wg = make_gemm_grid(1, 128, 784, 8192, 2);  // a weight gradient: too few rows to cut, columns cut
+  CHECK((wg.row_tiles == 1 && wg.col_tiles == 2 && wg.col_start(1) == 448));
+  const auto g2r = make_gemm_grid(1, 520, 400, 1000, 2);  // too narrow to cut: rows cut
+  CHECK((g2r.row_tiles == 2 && g2r.col_tiles == 1 && g2r.row_start(1) == 288));
+  // columns cut at 2 and 3 threads; rows cut; a weight gradient's shape, columns cut at 448
+  const std::int64_t shapes[3][2] = {{520, 1060}, {520, 400}, {128, 784}};
+  for (xf::dtype dt : {xf::f32, xf::f64})
+    for (const auto& nm : shapes) {
+      INFO(dt << ", [" << nm[0] << ", 1000] x [1000, " << nm[1] << "]");
+      const xf::tensor a = xf::randn({nm[0], 1000}, dt), b = xf::randn({1000, nm[1]}, dt);
+      const xf::tensor ref = xf::mm(a, b);
+      const xf::tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();
+      for (int form = 0; form < 4; ++form) {
+        INFO("transposed operands: " << form);
+        const xf::tensor r = same_at_every_thread_count([&] { return xf::mm(form & 1 ? at : a, form & 2 ? bt : b); });
+        CHECK(xf::allclose(r, ref, 1e-3, 1e-3));
+      }
     }
-  }
   const xf::tensor x = xf::randn({2, 300, 800}), y = xf::randn({2, 800, 600});
   const xf::tensor bm = same_at_every_thread_count([&] { return xf::bmm(x, y); });
   CHECK(xf::allclose(bm.select(0, 1), xf::mm(x.select(0, 1), y.select(0, 1)), 1e-3, 1e-3));

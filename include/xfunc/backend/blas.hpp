@@ -75,9 +75,13 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
 // times. 1024^3 f32 on one thread (OpenBLAS, this VM): one call 22.4 ms, tiles of 128 x 512
 // 26.8-27.7 ms; 2048^3 165 ms against 201-220 ms. Tiles are at least gemm_min_tile_rows x
 // gemm_min_tile_cols (less the alignment) and gemm_min_tile_madds, and the grid cuts the
-// side whose re-packing costs least.
+// side whose re-packing costs least. The minimum width is what lets a linear layer's weight
+// gradient, [128, 784] summed over a batch, use two threads: [8192, 128]^T x [8192, 784] in two
+// tiles of 448 and 336 columns costs 4% more on one thread than one call, and takes 0.55-0.6x its
+// time on two (OpenBLAS, this VM; with a minimum of 512 columns it ran on one thread, at 1.7x
+// libtorch's time on two).
 inline constexpr double bmm_split_batch_max = double(1 << 24);
-inline constexpr std::int64_t gemm_min_tile_rows = 192, gemm_min_tile_cols = 512;
+inline constexpr std::int64_t gemm_min_tile_rows = 192, gemm_min_tile_cols = 256;
 inline constexpr std::int64_t gemm_tile_align_rows = 96, gemm_tile_align_cols = 64;
 inline constexpr double gemm_min_tile_madds = double(1 << 22);
 
