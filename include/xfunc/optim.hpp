@@ -383,8 +383,8 @@ class adamw {
 };
 
 /// The 2-norm of all tensor leaves of `tree` taken together, `sqrt(Σ_leaves Σ leaf²)`, as a 0-d
-/// tensor (float64 zero when the tree has no tensor leaves). Differentiable and batchable; at an
-/// all-zero tree its derivative is taken as 0 (not NaN).
+/// tensor (float64 zero when the tree has no tensor leaves; NaN when a leaf holds a NaN).
+/// Differentiable and batchable; at an all-zero tree its derivative is taken as 0 (not NaN).
 template <class Tree>
 tensor global_norm(const Tree& tree) {
   tensor sum_sq;
@@ -397,15 +397,17 @@ tensor global_norm(const Tree& tree) {
   });
   if (!sum_sq.defined()) return zeros({}, dtype::float64);
   // sqrt has an infinite derivative at 0: keep it away from 0 so that the derivative there is 0
-  const tensor positive = sum_sq > 0.0;
-  return where(positive, sqrt(where(positive, sum_sq, ones_like(sum_sq))), zeros_like(sum_sq));
+  // (`!= 0`, not `> 0`: a NaN gradient gives a NaN norm, as in torch, not a norm of 0)
+  const tensor nonzero = sum_sq != 0.0;
+  return where(nonzero, sqrt(where(nonzero, sum_sq, ones_like(sum_sq))), zeros_like(sum_sq));
 }
 
 /// `grads` scaled so that their global 2-norm is at most `max_norm`, as
 /// torch.nn.utils.clip_grad_norm_ (out of place): every leaf is multiplied by
 /// `min(1, max_norm / (global_norm(grads) + 1e-6))`. `max_norm` must be finite and >= 0, else
-/// xf::error ("optim"). Differentiable and batchable: `xf::vmap` of it clips each example of a
-/// batch of per-example gradients separately.
+/// xf::error ("optim"). A NaN gradient makes every leaf NaN, as in torch (the norm is NaN).
+/// Differentiable and batchable: `xf::vmap` of it clips each example of a batch of per-example
+/// gradients separately.
 template <class Tree>
 Tree clip_by_global_norm(const Tree& grads, double max_norm) {
   detail::require_nonnegative("xf::optim::clip_by_global_norm", "max_norm", max_norm,

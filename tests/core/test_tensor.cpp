@@ -15,6 +15,22 @@ TEST_CASE("tensors from nested braces", "[tensor]") {
   CHECK_THROWS_AS((xf::tensor{{1.0, 2.0}, {3.0}}), xf::error);
 }
 
+TEST_CASE("factories default to float32 and cpu; arange(end) alone is int64", "[tensor][factories]") {
+  // API.md section 1: a fractional range must not be truncated to integers by a default dtype
+  const xf::tensor r = xf::arange(0.0, 1.0, 0.25);
+  CHECK(r.dtype() == xf::f32);
+  CHECK(xf::equal(r, xf::tensor{0.0f, 0.25f, 0.5f, 0.75f}));
+  CHECK(xf::arange(0, 4, 2).dtype() == xf::f32);
+  CHECK(xf::arange(0.0, 2.0, 0.5, xf::f64).dtype() == xf::f64);
+  CHECK(xf::arange(5).dtype() == xf::i64);
+  const xf::tensor m = xf::arange(5, xf::meta);  // the trailing device
+  CHECK((m.device() == xf::meta && m.dtype() == xf::i64 && m.shape() == xf::shape_t{5}));
+  CHECK(xf::arange(3, xf::cpu).device() == xf::cpu);
+  for (const xf::tensor& t : {xf::zeros({2}), xf::ones({2}), xf::empty({2}), xf::full({2}, 1.5), xf::eye(2),
+                              xf::linspace(0.0, 1.0, 3), xf::rand({2}), xf::randn({2})})
+    CHECK((t.dtype() == xf::f32 && t.device() == xf::cpu));
+}
+
 TEST_CASE("a tensor with no elements is contiguous, whatever its strides", "[tensor]") {
   // as torch's is_contiguous: zeros({2, 0, 3}) has strides [3, 3, 1] here, [0, 3, 1] in torch
   const xf::tensor e = xf::zeros({2, 0, 3});

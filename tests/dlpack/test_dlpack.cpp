@@ -282,6 +282,14 @@ TEST_CASE("to_dlpack under transforms", "[dlpack]") {
     CHECK(static_cast<const double*>(m->dl_tensor.data)[1] == 2.0 * x.select(0, 1).item<double>());
     m->deleter(m);
   }
+  SECTION("a value that escaped vmap has no value: the error names to_dlpack") {
+    xf::tensor escaped;
+    (void)xf::vmap([&](const xf::tensor& a) {
+      escaped = a * 2.0;
+      return a;
+    })(xf::randn({2, 3}));
+    CHECK_THROWS_WITH(xf::to_dlpack(escaped), Contains("to_dlpack") && Contains("escaped a vmap"));
+  }
   SECTION("an imported tensor differentiates and vmaps like any other") {
     producer<double> prod(iota(6), {2, 3}, {1, 2}, f64_type);
     const xf::tensor a = xf::from_dlpack(&prod.managed);

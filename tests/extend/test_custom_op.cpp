@@ -215,6 +215,46 @@ TEST_CASE("custom_op: mutated arguments", "[custom_op]") {
   CHECK(xf::allclose(g, x3() + 1.0));
 }
 
+TEST_CASE("custom_op: writing a captured or unbatched argument is refused as for built-in in-place ops",
+          "[custom_op][errors]") {
+  // NOTE: [Tensors created inside transforms]: before, a written argument that was not a value of
+  // the layer was written raw (under vmap once per example by the loop fallback, under grad with
+  // no error at all)
+  auto addto = xf::custom_op("xftest::addto_", [](tensor& dst, const tensor& src) { dst.add_(src); });
+  tensor outside = xf::zeros({3}, xf::f64);
+  CHECK(message_has([&] { xf::vmap([&](const tensor& x) { addto(outside, x); return x; })(batch2x3()); },
+                    "in-place"));
+  CHECK(message_has([&] { xf::grad([&](const tensor& x) { addto(outside, x); return xf::sum(x); })(x3()); },
+                    "captured"));
+  CHECK(message_has([&] { xf::grad([&](const tensor& x) { addto(outside, x3()); return xf::sum(x); })(x3()); },
+                    "captured"));  // plain arguments only: the kernel's fast path
+  CHECK(message_has(
+      [&] {
+        xf::jvp([&](const tensor& x) {
+          tensor view = outside.narrow(0, 0, 3);  // made inside, of captured data
+          addto(view, x);
+          return x;
+        }, x3(), x3());
+      },
+      "captured"));
+  CHECK(xf::equal(outside, xf::zeros({3}, xf::f64)));
+  // a tensor made inside takes the transform's values (the write itself has no derivative, as
+  // for add_one above: d/dx sum(buf * x) is buf's new value)
+  const tensor w = x3();
+  const tensor g = xf::grad([&](const tensor& x) {
+    tensor buf = w * 1.0;  // plain: made from a captured tensor only
+    addto(buf, x * x);
+    return xf::sum(buf * x);
+  })(x3());
+  CHECK(xf::allclose(g, w + x3() * x3()));
+  // a batched destination under vmap, and an unbatched one written with unbatched values
+  tensor b = batch2x3();
+  xf::vmap([&](tensor t) { addto(t, x3()); return t; })(b);
+  CHECK(xf::allclose(b, batch2x3() + x3()));
+  xf::vmap([&](const tensor& t) { addto(outside, x3()); return t; })(batch2x3());
+  CHECK(xf::allclose(outside, x3()));
+}
+
 TEST_CASE("custom_op: errors", "[custom_op][errors]") {
   tensor x = x3();
   auto alias = xf::custom_op("xftest::alias_in", [](const tensor& t) { return t; });

@@ -423,6 +423,9 @@ TEST_CASE("save_npy and save_npz reject tensors without values of their own", "[
   check_fails([&] { xf::save_npy(nowhere, x); }, nowhere, {"cannot open"});
   const fs::path nowhere_z = temp("no_such_folder") / "a.npz";
   check_fails([&] { xf::save_npz(nowhere_z, {{"x", x}}); }, nowhere_z, {"does not exist"});
+  // a key a zip member name cannot hold (the message names the file, as every other one)
+  check_fails([&] { xf::save_npz(pz, {{std::string("a\0b", 3), x}}); }, pz, {"NUL"});
+  CHECK_FALSE(fs::exists(pz));
 }
 
 TEST_CASE("save_npy writes the bytes numpy.save writes", "[io][npy]") {

@@ -126,6 +126,25 @@ TEST_CASE("clip_by_global_norm matches torch.nn.utils.clip_grad_norm_", "[optim]
   CHECK(opt::global_norm(std::vector<xf::tensor>{}).item<double>() == 0.0);
 }
 
+TEST_CASE("a NaN gradient gives a NaN norm and NaN clipped gradients, as in torch", "[optim][clip]") {
+  // torch.nn.utils.clip_grad_norm_ (error_if_nonfinite=False): total_norm NaN, every gradient
+  // multiplied by clamp(max_norm / (NaN + 1e-6), max=1) = NaN. A norm of 0 would hide the NaN
+  // from whoever watches the norm, and leave the gradients unclipped.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<xf::tensor> g{xf::tensor{1.0, nan, 3.0}, xf::tensor{4.0}};
+  CHECK(std::isnan(opt::global_norm(g).item<double>()));
+  for (const xf::tensor& c : opt::clip_by_global_norm(g, 1.0))
+    for (std::int64_t i = 0; i < c.numel(); ++i) CHECK(std::isnan(c.reshape({-1}).select(0, i).item<double>()));
+  // an infinite entry: the norm is infinite; the finite entries are scaled by 0
+  const std::vector<xf::tensor> h{xf::tensor{1.0, std::numeric_limits<double>::infinity()}};
+  CHECK(std::isinf(opt::global_norm(h).item<double>()));
+  CHECK(opt::clip_by_global_norm(h, 1.0)[0].select(0, 0).item<double>() == 0.0);
+  // the derivative of the norm at an all-zero gradient stays 0
+  const xf::tensor d = xf::grad([](const xf::tensor& x) { return opt::global_norm(std::vector<xf::tensor>{x}); })(
+      xf::zeros({3}, xf::f64));
+  CHECK(xf::equal(d, xf::zeros({3}, xf::f64)));
+}
+
 TEST_CASE("optimizers work on every pytree kind", "[optim][pytree]") {
   // adam_custom on fixed gradients, with the parameters held in different containers; the update is
   // leaf-wise, so each leaf follows torch's trajectory for that leaf.

@@ -349,10 +349,20 @@ TEST_CASE("schema literal: the op at depth 0 and under grad, with a mutated para
   CHECK(xf::allclose(y, x * 3.0));
   CHECK(xf::allclose(acc, xf::tensor{1.5, 0.0, 3.0}));
 
-  xf::tensor acc2{0.0, 0.0, 0.0};
-  const xf::tensor g = xf::grad([&](const xf::tensor& t) { return xf::sum(op(t * t, acc2, 3.0)); })(x);
+  xf::tensor acc2;
+  const xf::tensor g = xf::grad([&](const xf::tensor& t) {
+    xf::tensor inside = xf::zeros({3}, xf::f64);  // made inside the transform: writable
+    const xf::tensor out = op(t * t, inside, 3.0);
+    acc2 = inside;
+    return xf::sum(out);
+  })(x);
   CHECK(xf::allclose(g, x * 6.0));                   // d/dt sum(3 t^2) through the registered formula
-  CHECK(xf::allclose(acc2, xf::tensor{0.25, 1.0, 4.0}));  // the kernel wrote acc2 once
+  CHECK(xf::allclose(acc2, xf::tensor{0.25, 1.0, 4.0}));  // the kernel wrote it once
+  // a tensor captured from outside grad cannot be written, as with built-in in-place ops
+  xf::tensor captured{0.0, 0.0, 0.0};
+  CHECK_THROWS_WITH(xf::grad([&](const xf::tensor& t) { return xf::sum(op(t * t, captured, 3.0)); })(x),
+                    Catch::Contains("captured"));
+  CHECK(xf::equal(captured, xf::zeros({3}, xf::f64)));
   CHECK(xf::testing::gradcheck([&](const xf::tensor& t) {
     xf::tensor scratch = xf::zeros_like(t);
     return op(t, scratch, -2.0);

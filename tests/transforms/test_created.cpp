@@ -3,6 +3,9 @@
 // functionalize; the *_like factories follow their argument's batching under vmap.
 #include <catch2/catch.hpp>
 
+#include <functional>
+#include <vector>
+
 #include <xfunc/xfunc.hpp>
 
 namespace xf = xfunc;
@@ -101,6 +104,60 @@ TEST_CASE("the result of an op on captured tensors can be written in place", "[c
   CHECK_THROWS_WITH(xf::functionalize(captured)(x0), Contains("captured"));
   CHECK(xf::equal(before, xf::zeros({3}, xf::f64)));
   CHECK(xf::layers::depth() == 0);
+}
+
+TEST_CASE("writing a captured tensor with plain values, or through a view, is captured too", "[created][grad]") {
+  // NOTE: [Tensors created inside transforms]: as in torch.func, the grad or jvp layer refuses the
+  // write whatever the other operands are; before, a write with no value of the transform in it
+  // went straight through into the caller's tensor
+  xf::tensor outside = xf::zeros({3}, xf::f64);
+  const xf::tensor plain{1.0, 2.0, 3.0};
+  auto writes = std::vector<std::function<void()>>{
+      [&] { outside.add_(1.0); },
+      [&] { outside.fill_(5.0); },
+      [&] { outside.copy_(plain); },
+      [&] { outside.narrow(0, 0, 2).add_(1.0); },  // a view made inside, of captured data
+      [&] { outside.select(0, 1).mul_(2.0); },
+      [&] { outside.reshape({3, 1}).add_(plain.reshape({3, 1})); }};
+  for (std::size_t k = 0; k < writes.size(); ++k) {
+    INFO("write " << k);
+    auto f = [&](const xf::tensor& x) {
+      writes[k]();
+      return xf::sum(x * x);
+    };
+    CHECK_THROWS_WITH(xf::grad(f)(x0), Contains("captured"));
+    CHECK_THROWS_WITH(xf::vjp(f, x0), Contains("captured"));
+    CHECK_THROWS_WITH(xf::jvp(f, x0, x0), Contains("captured"));
+    CHECK(xf::equal(outside, xf::zeros({3}, xf::f64)));  // untouched
+    CHECK(xf::layers::depth() == 0);
+  }
+  // an outer transform's value is captured by an inner grad
+  auto nested = [&](const xf::tensor& w) {
+    xf::tensor v = w * 1.0;  // the outer layer's value
+    return xf::sum(xf::grad([&](const xf::tensor& x) {
+      v.add_(1.0);
+      return xf::sum(x * v);
+    })(w));
+  };
+  CHECK_THROWS_WITH(xf::grad(nested)(x0), Contains("captured"));
+  // allowed: plain tensors made inside (and their views), under vmap or functionalize alone, and
+  // outside every transform
+  auto made_inside = [&](const xf::tensor& x) {
+    xf::tensor buf = plain * 1.0;
+    buf.add_(1.0);
+    buf.narrow(0, 1, 2).mul_(2.0);
+    xf::tensor z = xf::zeros({3}, xf::f64);
+    z.copy_(plain);
+    return xf::sum(x * buf) + xf::sum(z);
+  };
+  CHECK(xf::allclose(xf::grad(made_inside)(x0), xf::tensor{2.0, 6.0, 8.0}));
+  xf::vmap([&](const xf::tensor& x) {
+    outside.add_(1.0);  // vmap does not refuse an unbatched write of unbatched values
+    return x;
+  })(xf::zeros({2, 3}));
+  CHECK(xf::equal(outside, xf::full({3}, 1.0, xf::f64)));  // f runs once for the batch
+  outside.zero_();
+  CHECK(xf::equal(outside, xf::zeros({3}, xf::f64)));
 }
 
 TEST_CASE("tensors made inside an inner transform are writable there (nested)", "[created][nested]") {

@@ -81,6 +81,36 @@ TEST_CASE("vmap chunk_size gives the unchunked result", "[vmap][chunk]") {
   CHECK_THROWS_WITH(xf::vmap(f, xf::chunk_size(-2))(xs), Contains("chunk_size"));
 }
 
+TEST_CASE("vmap chunk_size under randomness::same draws the batch's one value in every chunk",
+          "[vmap][chunk][random]") {
+  // NOTE: [Chunked vmap]: each chunk starts from the generator's offset at the first, as torch.func
+  // restores its RNG state per chunk; without that, chunks of 2 drew [a, a, b, b]
+  auto noisy = [](const xf::tensor& x) { return x + xf::rand({3}, xf::f64) * xf::randn({}, xf::f64); };
+  const xf::tensor xs = xf::zeros({5, 3}, xf::f64);
+  xf::manual_seed(7);
+  const xf::tensor full = xf::vmap(noisy, xf::randomness::same)(xs);
+  const xf::tensor after_full = xf::rand({4}, xf::f64);
+  for (std::int64_t c : {1, 2, 4}) {
+    INFO("chunk_size " << c);
+    xf::manual_seed(7);
+    CHECK(xf::equal(xf::vmap(noisy, xf::randomness::same, xf::chunk_size(c))(xs), full));
+    CHECK(xf::equal(xf::rand({4}, xf::f64), after_full));  // the generator ends where the unchunked call left it
+  }
+  for (std::int64_t b = 1; b < 5; ++b) CHECK(xf::equal(full.select(0, b), full.select(0, 0)));
+  // ::different: one draw per example in each chunk (rows differ), chunked or not
+  const xf::tensor diff = xf::vmap(noisy, xf::randomness::different, xf::chunk_size(2))(xs);
+  for (std::int64_t b = 1; b < 5; ++b) CHECK_FALSE(xf::equal(diff.select(0, b), diff.select(0, 0)));
+  // jacfwd maps its basis columns in chunks: the random factor must be one for all of them
+  auto scaled = [](const xf::tensor& x) { return x * xf::rand({4}, xf::f64); };
+  const xf::tensor x = xf::ones({4}, xf::f64);
+  xf::manual_seed(3);
+  const xf::tensor j = xf::jacfwd(scaled, xf::randomness::same)(x);
+  xf::manual_seed(3);
+  CHECK(xf::equal(xf::jacfwd(scaled, xf::randomness::same, xf::chunk_size(2))(x), j));
+  xf::manual_seed(3);
+  CHECK(xf::equal(xf::sum(j * xf::eye(4, xf::f64), {1}), xf::rand({4}, xf::f64)));  // the diagonal
+}
+
 TEST_CASE("hessian is jacfwd(jacrev)", "[hessian]") {
   auto f = [](const xf::tensor& x) { return xf::sum(x * x * x); };
   xf::tensor x{1.0, 2.0};

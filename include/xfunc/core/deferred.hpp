@@ -235,6 +235,7 @@ XFUNC_RUNTIME void settle_deferred(const tensor_impl& impl) {
     st = make_pooled<storage>(p->dev, bytes, "xf");
     backend_of(p->dev, "xf").evaluate_deferred(*p, st->data);
   }
+  st->born = t.born;  // the value was made when the tensor was, not when it is computed
   std::lock_guard<std::mutex> lock(reg.m);
   t.store = std::move(st);
   p->release_leaves();  // now, so that a writer waiting for the readers of a leaf sees them gone

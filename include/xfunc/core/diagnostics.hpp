@@ -4,10 +4,14 @@
 
 #define XFUNC_MSG_ELEMENT_TYPE \
   "xf: unsupported element type; use double, float, int64_t or bool"
+#define XFUNC_MSG_FUNCTIONALIZE_OPTIONS \
+  "xf::functionalize(f, opts...): the only option is xf::remove::mutations or xf::remove::mutations_and_views"
 #define XFUNC_MSG_GRAD_ARGNUM_RANGE \
   "xf::grad(f, argnums<...>): an argnum is out of range for the number of arguments f is called with; use indices in [-n, n)"
 #define XFUNC_MSG_GRAD_ARGNUM_UNIQUE \
   "xf::grad(f, argnums<...>): an argnum appears twice; list each argument once"
+#define XFUNC_MSG_GRAD_OPTIONS \
+  "xf::grad(f, opts...): the only options are xf::argnums<...> and xf::has_aux (likewise for xf::grad_and_value)"
 #define XFUNC_MSG_GRAD_RETURN \
   "xf::grad(f): f must return an xf::tensor (a 0-d floating tensor), or std::pair<xf::tensor, Aux> when xf::has_aux is given"
 #define XFUNC_MSG_HESSIAN_OPTIONS \
@@ -16,12 +20,16 @@
   "xf::jacfwd(f, argnums<...>): an argnum is out of range for the number of arguments f is called with; use indices in [-n, n)"
 #define XFUNC_MSG_JACFWD_ARGNUM_UNIQUE \
   "xf::jacfwd(f, argnums<...>): an argnum appears twice; list each argument once"
+#define XFUNC_MSG_JACFWD_OPTIONS \
+  "xf::jacfwd(f, opts...): the only options are xf::argnums<...>, xf::has_aux, xf::randomness and xf::chunk_size(n)"
 #define XFUNC_MSG_JACFWD_RETURN \
   "xf::jacfwd(f): f must return an xf::tensor or a std::tuple of tensors (with xf::has_aux: a std::pair of one of those and the aux value)"
 #define XFUNC_MSG_JACREV_ARGNUM_RANGE \
   "xf::jacrev(f, argnums<...>): an argnum is out of range for the number of arguments f is called with; use indices in [-n, n)"
 #define XFUNC_MSG_JACREV_ARGNUM_UNIQUE \
   "xf::jacrev(f, argnums<...>): an argnum appears twice; list each argument once"
+#define XFUNC_MSG_JACREV_OPTIONS \
+  "xf::jacrev(f, opts...): the only options are xf::argnums<...>, xf::has_aux and xf::chunk_size(n)"
 #define XFUNC_MSG_JACREV_RETURN \
   "xf::jacrev(f): f must return an xf::tensor or a std::tuple of tensors (with xf::has_aux: a std::pair of one of those and the aux value)"
 #define XFUNC_MSG_JVP_TANGENT_STRUCTURE \
@@ -56,6 +64,8 @@
   "xf::vmap(f, in_dims(...)): in_dims needs exactly one entry per positional argument of f"
 #define XFUNC_MSG_VMAP_IN_DIM_NON_TENSOR \
   "xf::vmap(f, in_dims(...)): an integer in_dim is given for an argument with no tensor, or a nested in_dims does not match the argument's tuple size; use xf::none for non-tensor arguments"
+#define XFUNC_MSG_VMAP_OPTIONS \
+  "xf::vmap(f, opts...): the only options are xf::in_dims(...), xf::out_dims(...), xf::randomness and xf::chunk_size(n)"
 #define XFUNC_MSG_VMAP_OUT_DIMS_ARITY \
   "xf::vmap(f, out_dims(...)): out_dims needs one entry per output of f (or a single entry for all outputs)"
 

@@ -185,6 +185,9 @@ struct storage {
   // Another library may read or write this buffer (DLPack), so no deferred program may read it.
   std::atomic<bool> shared_externally{false};
   xfunc::device dev = cpu;  // where `data` points (NOTE: [Device backends])
+  // the level counter when the data was made: a view made inside a transform of a tensor from
+  // outside it still has outside data (NOTE: [Tensors created inside transforms])
+  std::uint64_t born = creation_stamp();
   alignas(16) std::byte small[32];
 
  private:

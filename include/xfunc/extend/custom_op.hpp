@@ -318,6 +318,11 @@ class custom_op_handle<R(P...)> {
           }(),
           ...);
     }(std::index_sequence_for<P...>{});
+    // an argument written in place must not be captured from outside a grad or jvp transform,
+    // whatever the other arguments are (NOTE: [Tensors created inside transforms])
+    detail::op_args<P...>::for_each_tensor(values, [&](const tensor& t, std::size_t, bool mutated) {
+      if (mutated) detail::check_not_captured(t, d->name.c_str());
+    });
     // no wrapper among the arguments and no trace: the kernel straight away, below every layer
     if (!detail::tls_trace) {
       bool plain = true, on_meta = false;

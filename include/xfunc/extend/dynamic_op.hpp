@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include <xfunc/dispatch/created.hpp>
 #include <xfunc/dispatch/dispatcher.hpp>
 #include <xfunc/extend/context.hpp>
 
@@ -614,6 +615,11 @@ tensor_list dispatch_dyn(const dyn_call_ptr& c, std::span<const tensor> in) {
   }
   if (!top) return dyn_bottom(c, in);
   const layer_ptr& L = *top;
+  // an argument written in place that is not a value of L is rebound to L's result as built-in
+  // in-place ops are: made a value of L when made inside L's call, else an error ("in-place"
+  // under vmap, "captured" under the others), never written with L's values stripped off
+  for (std::size_t i = 0; i < in.size(); ++i)
+    if (c->mutates(i) && in[i].defined() && !belongs_to(in[i], L.get())) make_writable_by(in[i], L, c->name().c_str());
   switch (L->kind) {
     case transform_kind::grad: return dyn_grad_rule(L, c, in);
     case transform_kind::jvp: return dyn_jvp_rule(L, c, in);

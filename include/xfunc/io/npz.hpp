@@ -75,7 +75,7 @@ inline void write_npz(const char* fn, const std::string& path, const std::map<st
   for (const auto& [key, t] : arrays) {
     if (key.find('\0') != std::string::npos)
       fail(fn, ": the key \"", key.c_str(), "...\" has a NUL character, which a zip member name (\"<key>.npy\") "
-           "cannot hold; rename it");
+           "cannot hold; rename it (writing the .npz file ", where, ")");
     const std::string what = "member '" + key + ".npy' of the .npz file " + where;
     tensor c = npy_savable(t, fn, what);
     members.push_back({key + ".npy", npy_header_of(c), std::move(c)});

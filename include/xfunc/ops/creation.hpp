@@ -11,6 +11,7 @@
 
 #include <xfunc/backend/cpu.hpp>
 #include <xfunc/backend/random.hpp>
+#include <xfunc/core/generator.hpp>
 #include <xfunc/core/linkage.hpp>
 #include <xfunc/dispatch/created.hpp>
 #include <xfunc/dispatch/precompiled.hpp>
@@ -71,16 +72,9 @@ XFUNC_RUNTIME tensor filled(const shape_t& shape, double v, dtype dt, device dev
 // not depend on the thread count, and the GPU can draw the same stream. Under vmap, random
 // factories look at every vmap layer on the stack (outermost first): randomness::error throws,
 // ::same draws one value for that layer's whole batch, ::different draws one per example (the
-// value gets that layer's batch dim).
-struct rng_state {
-  std::mutex mu;
-  std::uint64_t key = 0x5eed;
-  std::uint64_t offset = 0;  // blocks of 4 words used since the last seed
-};
-inline rng_state& rng() {
-  static rng_state s;
-  return s;
-}
+// value gets that layer's batch dim). A vmap with chunk_size maps each chunk under its own
+// layer: with ::same every chunk starts from the generator's offset at the first, so that all
+// draw the unchunked call's values (NOTE: [Chunked vmap]). The state: core/generator.hpp.
 
 template <backend::distribution D>
 tensor random_tensor(const shape_t& shape, dtype dt, device dev, const char* name) {
@@ -178,7 +172,7 @@ inline tensor full(const shape_t& shape, double value, dtype dt, device dev) {
 /// The n x n identity matrix.
 inline tensor eye(std::int64_t n, dtype dt, device dev) { return detail::lift_created(detail::plain_eye(n, dt, dev)); }
 /// The 1-d sequence start, start + step, start + 2 step and so on, stopping before `end` (for a
-/// negative step, above it).
+/// negative step, above it); float32 unless `dt` says otherwise (arange(end) alone is int64).
 inline tensor arange(double start, double end, double step, dtype dt, device dev) {
   if (step == 0) detail::fail("xf::arange: step must be nonzero");
   // the length ceil((end - start) / step) must be a finite count that fits in int64_t (a
@@ -206,7 +200,7 @@ inline tensor arange(double start, double end, double step, dtype dt, device dev
   }));
 }
 /// 0, 1, ..., end - 1 as an int64 tensor.
-inline tensor arange(std::int64_t end) { return arange(0.0, static_cast<double>(end), 1.0, i64, cpu); }
+inline tensor arange(std::int64_t end, device dev) { return arange(0.0, static_cast<double>(end), 1.0, i64, dev); }
 /// `n` evenly spaced values from a to b inclusive, 1-d.
 inline tensor linspace(double a, double b, std::int64_t n, dtype dt, device dev) {
   detail::check_fill_value(a, dt, "xf::linspace");

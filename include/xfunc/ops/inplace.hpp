@@ -117,6 +117,7 @@ tensor& apply_inplace(tensor& self, std::vector<tensor> others, const char* name
   for (const auto& o : others)
     if (const shape_t r = broadcast_shapes(s.shape(), o.shape(), name); !(r == s.shape()))
       fail(name, ": the result has shape ", r, " which does not fit the destination's shape ", s.shape());
+  check_not_captured(s, name);
   std::vector<tensor> all{s};
   all.insert(all.end(), others.begin(), others.end());
   const layer_ptr* top = top_layer_of(all);
@@ -136,25 +137,8 @@ tensor& apply_inplace(tensor& self, std::vector<tensor> others, const char* name
     return self;
   }
   const layer_ptr L = *top;
-  if (!belongs_to(s, L.get())) {
-    if (L->kind == transform_kind::vmap)
-      fail(name, ": in-place operation would write a batched value into an unbatched tensor under vmap; "
-           "make the destination batched too (for example create it from a batched input with xf::zeros_like, "
-           "or write x = x + y instead) or use the out-of-place form");
-    // a tensor made inside the transform becomes one of its values (NOTE: [Tensors created inside transforms])
-    if (const auto why = promote_created(s, L)) {
-      if (*why == not_writable::captured)
-        fail(name, ": in-place operation would mutate a tensor captured from outside the transform (grad, vjp, "
-             "jvp or functionalize); mutating captured tensors is not allowed, use the out-of-place form");
-      fail(name, ": in-place write of a value of the transform into a tensor that was made inside it only from "
-           "tensors captured from outside, and ",
-           *why == not_writable::aliased        ? "that shares its memory with another tensor (a view, or a tensor with views)"
-           : *why == not_writable::outer_value ? "that belongs to an outer transform"
-                                               : "whose views are copies under functionalize(f, xf::remove::mutations_and_views)",
-           "; make the destination with a factory inside the transform (e.g. xf::zeros_like(x)), or use the "
-           "out-of-place form");
-    }
-  }
+  // a tensor made inside the transform becomes one of its values (NOTE: [Tensors created inside transforms])
+  if (!belongs_to(s, L.get())) make_writable_by(s, L, name);
   if (L->kind == transform_kind::vmap) {
     // physically, on the batched value with its batch dim in front (a view: writes reach it)
     tensor xv = bdim_to_front(s.impl()->inner, s.impl()->bdim);

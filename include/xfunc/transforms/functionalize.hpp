@@ -46,6 +46,7 @@ struct functionalize_transform : transform_base<F> {
 struct functionalize_fn {
   template <class F, class... Opts>
   constexpr auto operator()(F f, Opts... opts) const {
+    static_assert((option_in<Opts, is_remove> && ...), XFUNC_MSG_FUNCTIONALIZE_OPTIONS);
     return functionalize_transform<F, Opts...>{{}, std::move(f), {opts...}};
   }
 };

@@ -147,12 +147,14 @@ struct grad_and_value_transform : transform_base<F> {
 struct grad_fn {
   template <class F, class... Opts>
   constexpr auto operator()(F f, Opts... opts) const {
+    static_assert((option_in<Opts, is_argnums, is_has_aux> && ...), XFUNC_MSG_GRAD_OPTIONS);
     return grad_transform<F, Opts...>{{}, std::move(f), {opts...}};
   }
 };
 struct grad_and_value_fn {
   template <class F, class... Opts>
   constexpr auto operator()(F f, Opts... opts) const {
+    static_assert((option_in<Opts, is_argnums, is_has_aux> && ...), XFUNC_MSG_GRAD_OPTIONS);
     return grad_and_value_transform<F, Opts...>{{}, std::move(f), {opts...}};
   }
 };

@@ -243,12 +243,15 @@ struct jacfwd_transform : transform_base<F> {
 struct jacrev_fn {
   template <class F, class... Opts>
   constexpr auto operator()(F f, Opts... opts) const {
+    static_assert((option_in<Opts, is_argnums, is_has_aux, is_chunk_size> && ...), XFUNC_MSG_JACREV_OPTIONS);
     return jacrev_transform<F, Opts...>{{}, std::move(f), {opts...}};
   }
 };
 struct jacfwd_fn {
   template <class F, class... Opts>
   constexpr auto operator()(F f, Opts... opts) const {
+    static_assert((option_in<Opts, is_argnums, is_has_aux, is_randomness, is_chunk_size> && ...),
+                  XFUNC_MSG_JACFWD_OPTIONS);
     return jacfwd_transform<F, Opts...>{{}, std::move(f), {opts...}};
   }
 };

@@ -107,6 +107,11 @@ constexpr auto find_option(const std::tuple<Opts...>& opts, Fallback fallback) {
 
 template <class T>
 struct is_has_aux : std::is_same<T, has_aux_t> {};
+
+/// Whether option type O is one of the kinds a transform takes (Preds...): each transform
+/// static_asserts it for its options, so that an option it would ignore does not compile.
+template <class O, template <class> class... Preds>
+inline constexpr bool option_in = (Preds<O>::value || ...);
 template <class T>
 struct is_randomness : std::is_same<T, xfunc::randomness> {};
 template <class T>

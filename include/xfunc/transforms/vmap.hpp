@@ -2,6 +2,7 @@
 /// \file
 /// xf::vmap: maps f over a batch dimension of its arguments.
 #include <xfunc/core/diagnostics.hpp>
+#include <xfunc/core/generator.hpp>
 #include <optional>
 
 #include <xfunc/dispatch/precompiled.hpp>
@@ -202,13 +203,21 @@ struct vmap_transform : transform_base<F> {
   // NOTE: [Chunked vmap]
   // With chunk_size(n) the examples are mapped n at a time, each chunk in its own vmap layer,
   // and the outputs are concatenated along their out_dim: the result equals the unchunked one
-  // while intermediate tensors hold n examples instead of B (lower peak memory).
+  // while intermediate tensors hold n examples instead of B (lower peak memory). Random values
+  // too under randomness::same: each chunk draws from where the first started (the generator's
+  // offset is rewound, as torch.func restores its RNG state per chunk), so every chunk gets the
+  // one value of the whole batch. Under randomness::different each chunk draws its own examples'
+  // values in turn: still one per example, but in general not the unchunked call's numbers (as
+  // in torch.func).
   template <class IN, class... Args>
   auto run_chunked(const IN& in, std::int64_t B, std::int64_t n, const Args&... args) const {
     using R = decltype(run(in, B, args...));
     std::vector<R> parts;
+    const bool same = find_option<is_randomness>(opts, xfunc::randomness::error) == xfunc::randomness::same;
+    const std::uint64_t first_offset = same ? rng_offset() : 0;
     for (std::int64_t s = 0; s < B; s += n) {
       const std::int64_t len = std::min(n, B - s);
+      if (same) set_rng_offset(first_offset);
       auto slice = [&](const tensor& t, std::optional<std::int64_t> d) { return d ? t.narrow(*d, s, len) : t; };
       parts.push_back([&]<std::size_t... I>(std::index_sequence<I...>) {
         return run(in, len, map_in_dims(args, std::get<I>(in.entries), slice)...);
@@ -232,6 +241,8 @@ struct vmap_transform : transform_base<F> {
 struct vmap_fn {
   template <class F, class... Opts>
   constexpr auto operator()(F f, Opts... opts) const {
+    static_assert((option_in<Opts, is_in_dims, is_out_dims, is_randomness, is_chunk_size> && ...),
+                  XFUNC_MSG_VMAP_OPTIONS);
     return vmap_transform<F, Opts...>{{}, std::move(f), {opts...}};
   }
 };
