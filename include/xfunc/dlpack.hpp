@@ -83,11 +83,8 @@ inline void release_dlpack_import(void* managed) {
 inline DLManagedTensor* to_dlpack(const tensor& t) {
   using namespace detail;
   if (!t.defined()) fail("xf::to_dlpack: the tensor is undefined (a default-constructed xf::tensor); assign it first");
-  for (const tensor_impl* q = t.impl(); is_dead_wrapper(q); q = q->inner.impl())
-    if (q->kind == impl_kind::batched)
-      fail("xf::to_dlpack: cannot export a tensor that escaped a vmap call: outside vmap it has no value (each "
-           "example had its own); return it from the vmapped function instead, so that vmap stacks it, and export that");
-  const tensor v = strip_dead(t);  // a tensor that escaped grad or jvp is its value
+  // a tensor that escaped grad or jvp is its value; one that escaped vmap has none
+  const tensor v = strip_dead(t, "export (xf::to_dlpack)");
   const tensor_impl* p = v.impl();
   if (!p->is_dense())
     fail("xf::to_dlpack: cannot export a tensor inside a running transform (it is a ", p->kind == impl_kind::batched ? "vmap" : "grad/jvp",

@@ -121,10 +121,10 @@ inline bool is_dead_wrapper(const tensor_impl* p) { return p && !p->is_dense() &
 }
 
 /// Drops the wrappers of transforms that have returned: a tensor that escaped a grad or jvp
-/// transform is its value. One that escaped a vmap is an error (fail_escaped_vmap).
-inline tensor strip_dead(tensor t) {
+/// transform is its value. One that escaped a vmap is an error (fail_escaped_vmap, naming `use`).
+inline tensor strip_dead(tensor t, const char* use = "use") {
   while (is_dead_wrapper(t.impl())) {
-    if (t.impl()->kind == impl_kind::batched) fail_escaped_vmap("use");
+    if (t.impl()->kind == impl_kind::batched) fail_escaped_vmap(use);
     t = tensor(t.impl()->inner);
   }
   return t;

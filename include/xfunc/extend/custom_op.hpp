@@ -320,21 +320,17 @@ class custom_op_handle<R(P...)> {
     }(std::index_sequence_for<P...>{});
     // an argument written in place must not be captured from outside a grad or jvp transform,
     // whatever the other arguments are (NOTE: [Tensors created inside transforms])
+    bool plain = true, on_meta = false;
     detail::op_args<P...>::for_each_tensor(values, [&](const tensor& t, std::size_t, bool mutated) {
       if (mutated) detail::check_not_captured(t, d->name.c_str());
+      plain = plain && (!t.impl() || t.impl()->is_dense());
+      on_meta = on_meta || (t.impl() && t.device() == meta);
     });
     // no wrapper among the arguments and no trace: the kernel straight away, below every layer
-    if (!detail::tls_trace) {
-      bool plain = true, on_meta = false;
-      detail::op_args<P...>::for_each_tensor(values, [&](const tensor& t, std::size_t, bool) {
-        plain = plain && (!t.impl() || t.impl()->is_dense());
-        on_meta = on_meta || (t.impl() && t.device() == meta);
-      });
-      if (plain && !on_meta && d->kernels.empty()) {
-        if (detail::current_stack().layers.empty()) return run_checked(*d, values);
-        detail::hide_all_layers hide;  // e.g. the op called by its own vmap rule
-        return run_checked(*d, values);
-      }
+    if (!detail::tls_trace && plain && !on_meta && d->kernels.empty()) {
+      if (detail::current_stack().layers.empty()) return run_checked(*d, values);
+      detail::hide_all_layers hide;  // e.g. the op called by its own vmap rule
+      return run_checked(*d, values);
     }
     detail::small_list<tensor, 4> flat;
     detail::op_layout layout;
