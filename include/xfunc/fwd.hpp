@@ -3,6 +3,7 @@
 /// Declarations of every public op, so that rules in one op family can use ops of another
 /// (backward formulas are written with xfunc ops) without include cycles.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <xfunc/core/tensor.hpp>
@@ -260,14 +261,15 @@ tensor arange(double start, double end, double step = 1.0, dtype dt = f32, devic
 tensor linspace(double a, double b, std::int64_t n, dtype dt = f32, device dev = cpu);
 tensor rand(const shape_t& shape, dtype dt = f32, device dev = cpu);
 tensor randn(const shape_t& shape, dtype dt = f32, device dev = cpu);
-tensor zeros_like(const tensor& t);
-tensor ones_like(const tensor& t);
-tensor empty_like(const tensor& t);
-tensor full_like(const tensor& t, double v);
+// The *_like factories make their tensor on `dev` when given, else on t's device.
+tensor zeros_like(const tensor& t, std::optional<device> dev = {});
+tensor ones_like(const tensor& t, std::optional<device> dev = {});
+tensor empty_like(const tensor& t, std::optional<device> dev = {});
+tensor full_like(const tensor& t, double v, std::optional<device> dev = {});
 template <int D = 0>
-tensor rand_like(const tensor& t);
+tensor rand_like(const tensor& t, std::optional<device> dev = {});
 template <int D = 0>
-tensor randn_like(const tensor& t);
+tensor randn_like(const tensor& t, std::optional<device> dev = {});
 void manual_seed(std::uint64_t seed);
 
 namespace detail {

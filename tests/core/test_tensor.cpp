@@ -31,6 +31,17 @@ TEST_CASE("factories default to float32 and cpu; arange(end) alone is int64", "[
     CHECK((t.dtype() == xf::f32 && t.device() == xf::cpu));
 }
 
+TEST_CASE("*_like factories take t's shape and dtype, and its device unless given one", "[tensor][factories]") {
+  const xf::tensor t = xf::ones({2, 3}, xf::f64);
+  for (const xf::tensor& s : {xf::zeros_like(t, xf::meta), xf::ones_like(t, xf::meta), xf::empty_like(t, xf::meta),
+                              xf::full_like(t, 2.0, xf::meta), xf::rand_like(t, xf::meta), xf::randn_like(t, xf::meta)})
+    CHECK((s.device() == xf::meta && s.dtype() == xf::f64 && s.shape() == xf::shape_t{2, 3}));
+  const xf::tensor m = xf::zeros({4}, xf::i64, xf::meta);
+  const xf::tensor back = xf::full_like(m, 7.0, xf::cpu);
+  CHECK((back.device() == xf::cpu && back.dtype() == xf::i64 && xf::equal(back, xf::full({4}, 7.0, xf::i64))));
+  CHECK(xf::zeros_like(m).device() == xf::meta);  // t's device by default
+}
+
 TEST_CASE("a tensor with no elements is contiguous, whatever its strides", "[tensor]") {
   // as torch's is_contiguous: zeros({2, 0, 3}) has strides [3, 3, 1] here, [0, 3, 1] in torch
   const xf::tensor e = xf::zeros({2, 0, 3});

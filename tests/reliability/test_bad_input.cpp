@@ -243,6 +243,10 @@ void tensors_and_factories(table& t) {
          {"xf::full", "cuda:0 is not available in this build", "xfunc::cuda"});
   t.call("xf::eye on cuda", [] { (void)xf::eye(2, xf::f32, xf::cuda); },
          {"xf::eye", "cuda:0 is not available in this build", "xfunc::cuda"});
+  t.call("xf::zeros_like on cuda", [] { (void)xf::zeros_like(i3(), xf::cuda); },
+         {"xf::zeros_like", "cuda:0 is not available in this build", "xfunc::cuda"});
+  t.call("xf::randn_like on cuda", [] { (void)xf::randn_like(xf::ones({2}), xf::cuda); },
+         {"xf::randn", "cuda:0 is not available in this build", "xfunc::cuda"});
   t.call("xf::arange on cuda", [] { (void)xf::arange(0.0, 3.0, 1.0, xf::i64, xf::cuda); },
          {"xf::arange", "cuda:0 is not available in this build", "xfunc::cuda"});
   t.call("xf::linspace on cuda", [] { (void)xf::linspace(0.0, 1.0, 3, xf::f32, xf::cuda); },

@@ -214,6 +214,10 @@ TEST_CASE("*_like factories follow their argument's batching under vmap", "[crea
     return r;
   };
   CHECK_THROWS_WITH(xf::vmap(plain)(v), Contains("in-place"));
+  // on another device they are batched like their argument too
+  auto on_meta = [](const xf::tensor& a) { return xf::full_like(a, 1.0, xf::meta) + xf::randn_like(a, xf::meta); };
+  const xf::tensor m = xf::vmap(on_meta, xf::in_dims(1), xf::randomness::different)(v);
+  CHECK((m.device() == xf::meta && m.shape() == xf::shape_t{3, 2}));
   CHECK(xf::layers::depth() == 0);
 }
 

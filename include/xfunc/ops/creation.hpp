@@ -134,13 +134,15 @@ inline tensor plain_full(const shape_t& shape, double v, dtype dt, device dev) {
 inline tensor plain_zeros_like(const tensor& t) { return filled(t.shape(), 0.0, t.dtype(), t.device()); }
 inline tensor plain_ones_like(const tensor& t) { return filled(t.shape(), 1.0, t.dtype(), t.device()); }
 
-/// A tensor like t filled with v: t's physical shape, batched where t is, lifted to the grad,
-/// jvp and functionalize layers on the stack (NOTE: [Tensors created inside transforms]).
-inline tensor filled_like(const tensor& t, double v, const char* op) {
+/// A tensor like t filled with v, on `dev` (else t's device): t's physical shape, batched where t
+/// is, lifted to the grad, jvp and functionalize layers on the stack (NOTE: [Tensors created
+/// inside transforms]).
+inline tensor filled_like(const tensor& t, double v, std::optional<device> dev, const char* op) {
   require_defined(t, op);
   const tensor s = strip_dead(t);
-  if (s.impl()->is_dense() && current_stack().layers.empty()) return filled(s.shape(), v, s.dtype(), s.device(), op);
-  return lift_created(filled(dense_of(s)->shape, v, s.dtype(), s.device(), op), batch_entries_of(s));
+  const device d = dev.value_or(s.device());
+  if (s.impl()->is_dense() && current_stack().layers.empty()) return filled(s.shape(), v, s.dtype(), d, op);
+  return lift_created(filled(dense_of(s)->shape, v, s.dtype(), d, op), batch_entries_of(s));
 }
 }  // namespace detail
 
@@ -225,36 +227,45 @@ inline tensor rand(const shape_t& shape, dtype dt, device dev) {
 inline tensor randn(const shape_t& shape, dtype dt, device dev) {
   return detail::random_tensor<detail::backend::distribution::normal>(shape, dt, dev, "xf::randn");
 }
-/// Zeros with t's shape, dtype and device; under vmap batched like t.
-inline tensor zeros_like(const tensor& t) { return detail::filled_like(t, 0.0, "xf::zeros_like"); }
-/// Ones with t's shape, dtype and device; under vmap batched like t.
-inline tensor ones_like(const tensor& t) { return detail::filled_like(t, 1.0, "xf::ones_like"); }
-/// A tensor with t's shape, dtype and device for values that will be overwritten.
-inline tensor empty_like(const tensor& t) { return detail::filled_like(t, 0.0, "xf::empty_like"); }
-/// `v` with t's shape, dtype and device; under vmap batched like t.
-inline tensor full_like(const tensor& t, double v) { return detail::filled_like(t, v, "xf::full_like"); }
-// Drawn as a plain random factory would be (which handles each vmap layer's randomness option),
-// then made like t (batched where t is) by adding t's zeros.
-/// rand() with t's shape, dtype and device; under vmap batched like t.
-template <int D>
-tensor rand_like(const tensor& t) {
-  detail::require_defined(t, "xf::rand_like");
-  const tensor r = rand(t.shape(), t.dtype(), t.device());
-  return detail::current_stack().layers.empty() ? r : add(r, zeros_like(t));
+/// Zeros with t's shape and dtype, on `dev` or t's device; under vmap batched like t.
+inline tensor zeros_like(const tensor& t, std::optional<device> dev) {
+  return detail::filled_like(t, 0.0, dev, "xf::zeros_like");
 }
-/// randn() with t's shape, dtype and device; under vmap batched like t.
+/// Ones with t's shape and dtype, on `dev` or t's device; under vmap batched like t.
+inline tensor ones_like(const tensor& t, std::optional<device> dev) {
+  return detail::filled_like(t, 1.0, dev, "xf::ones_like");
+}
+/// A tensor with t's shape and dtype, on `dev` or t's device, for values that will be overwritten.
+inline tensor empty_like(const tensor& t, std::optional<device> dev) {
+  return detail::filled_like(t, 0.0, dev, "xf::empty_like");
+}
+/// `v` with t's shape and dtype, on `dev` or t's device; under vmap batched like t.
+inline tensor full_like(const tensor& t, double v, std::optional<device> dev) {
+  return detail::filled_like(t, v, dev, "xf::full_like");
+}
+// Drawn as a plain random factory would be (which handles each vmap layer's randomness option),
+// then made like t (batched where t is) by adding zeros like t.
+/// rand() with t's shape and dtype, on `dev` or t's device; under vmap batched like t.
 template <int D>
-tensor randn_like(const tensor& t) {
+tensor rand_like(const tensor& t, std::optional<device> dev) {
+  detail::require_defined(t, "xf::rand_like");
+  const tensor r = rand(t.shape(), t.dtype(), dev.value_or(t.device()));
+  return detail::current_stack().layers.empty() ? r : add(r, zeros_like(t, dev));
+}
+/// randn() with t's shape and dtype, on `dev` or t's device; under vmap batched like t.
+template <int D>
+tensor randn_like(const tensor& t, std::optional<device> dev) {
   detail::require_defined(t, "xf::randn_like");
-  const tensor r = randn(t.shape(), t.dtype(), t.device());
-  return detail::current_stack().layers.empty() ? r : add(r, zeros_like(t));
+  const tensor r = randn(t.shape(), t.dtype(), dev.value_or(t.device()));
+  return detail::current_stack().layers.empty() ? r : add(r, zeros_like(t, dev));
 }
 
 }  // namespace xfunc
 
 // This header's functions (D = 0 of NOTE: [Lazy instantiation]), in namespace xfunc (NOTE:
 // [Precompiled composites]).
-#define XFUNC_FUNCTIONS_CREATION(X) X(tensor rand_like<0>(const tensor&)) X(tensor randn_like<0>(const tensor&))
+#define XFUNC_FUNCTIONS_CREATION(X) X(tensor rand_like<0>(const tensor&, std::optional<device>)) \
+  X(tensor randn_like<0>(const tensor&, std::optional<device>))
 namespace xfunc {
 XFUNC_FUNCTIONS_CREATION(XFUNC_EXTERN_TEMPLATE)
 }  // namespace xfunc
