@@ -177,6 +177,21 @@ tensor gt(const tensor& a, double b);
 /// Boolean tensor: a greater than or equal to the scalar b elementwise (also `>=`).
 template <int D = 0>
 tensor ge(const tensor& a, double b);
+///@{
+/// The comparisons with the scalar on the left: `lt(a, t)` is `a < t`, so `gt(t, a)`.
+template <int D = 0>
+tensor eq(double a, const tensor& b) { return eq(b, a); }
+template <int D = 0>
+tensor ne(double a, const tensor& b) { return ne(b, a); }
+template <int D = 0>
+tensor lt(double a, const tensor& b) { return gt(b, a); }
+template <int D = 0>
+tensor le(double a, const tensor& b) { return ge(b, a); }
+template <int D = 0>
+tensor gt(double a, const tensor& b) { return lt(b, a); }
+template <int D = 0>
+tensor ge(double a, const tensor& b) { return le(b, a); }
+///@}
 template <int D = 0>
 tensor logical_not(const tensor& a);
 template <int D = 0>

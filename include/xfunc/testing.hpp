@@ -86,27 +86,25 @@ bool gradgradcheck(const F& f, raise_t, const T&... inputs) {
 ///@}
 
 /// Whether vmap(f, dims)(args...) equals running f on each example and stacking (out_dims 0).
+/// `dims` takes what vmap's in_dims takes (none for non-tensor arguments, nested in_dims for
+/// tuples); a NaN matches a NaN in the same place.
 template <class F, class IN, class... A>
 bool vmap_matches_loop(const F& f, const IN& dims, const A&... args) {
-  auto batched = vmap(f, dims)(args...);
-  std::optional<std::int64_t> B;
-  auto entry_dim = [](const auto& e) -> std::optional<std::int64_t> {
-    using E = std::remove_cvref_t<decltype(e)>;
-    if constexpr (std::is_same_v<E, none_t>) return std::nullopt;
-    else if constexpr (std::is_same_v<E, std::optional<std::int64_t>>) return e;
-    else return static_cast<std::int64_t>(e);
+  auto batched = vmap(f, dims)(args...);  // (checks the in_dims and the batch size)
+  std::int64_t B = 0;
+  auto size_of = [&](const tensor& t, std::optional<std::int64_t> d) {
+    if (d) B = t.size(*d);
+    return t;
   };
-  auto dims_arr = std::apply([&](const auto&... e) { return std::array<std::optional<std::int64_t>, sizeof...(A)>{entry_dim(e)...}; },
-                             dims.entries);
-  const std::array<const tensor*, sizeof...(A)> ptrs{&args...};
-  for (std::size_t i = 0; i < ptrs.size(); ++i)
-    if (dims_arr[i]) B = ptrs[i]->size(*dims_arr[i]);
-  if (!B) xfunc::detail::fail("xf::testing::vmap_matches_loop: nothing is mapped");
-  std::vector<std::vector<tensor>> per_leaf;
-  for (std::int64_t b = 0; b < *B; ++b) {
-    auto out = [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return f((dims_arr[I] ? args.select(*dims_arr[I], b) : args)...);
+  auto slices = [&](auto&& per_leaf) {  // every argument, its mapped leaves through per_leaf
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return std::tuple<A...>{xfunc::detail::map_in_dims(args, std::get<I>(dims.entries), per_leaf)...};
     }(std::index_sequence_for<A...>{});
+  };
+  (void)slices(size_of);
+  std::vector<std::vector<tensor>> per_leaf;
+  for (std::int64_t b = 0; b < B; ++b) {
+    auto out = std::apply(f, slices([&](const tensor& t, std::optional<std::int64_t> d) { return d ? t.select(*d, b) : t; }));
     auto leaves = xfunc::detail::tree_leaves(out);
     per_leaf.resize(leaves.size());
     for (std::size_t k = 0; k < leaves.size(); ++k) per_leaf[k].push_back(leaves[k]);
@@ -114,9 +112,13 @@ bool vmap_matches_loop(const F& f, const IN& dims, const A&... args) {
   auto got = xfunc::detail::tree_leaves(batched);
   if (got.size() != per_leaf.size()) return false;
   for (std::size_t k = 0; k < got.size(); ++k) {
-    tensor expect = stack(per_leaf[k], 0);
+    const tensor expect = stack(per_leaf[k], 0);
+    if (!(got[k].shape() == expect.shape())) return false;
+    const tensor nan_got = ne(got[k], got[k]), nan_expect = ne(expect, expect);
+    if (!equal(nan_got, nan_expect)) return false;
     const bool single = got[k].dtype() == f32 || expect.dtype() == f32;
-    if (!(got[k].shape() == expect.shape()) || !allclose(got[k], expect, single ? 1e-4 : 1e-9, single ? 1e-5 : 1e-12))
+    if (!allclose(where(nan_got, zeros_like(got[k]), got[k]), where(nan_expect, zeros_like(expect), expect),
+                  single ? 1e-4 : 1e-9, single ? 1e-5 : 1e-12))
       return false;
   }
   return true;

@@ -2,6 +2,8 @@
 // documented error, thrown on every rank where the ranks disagree.
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include "dist/dist_support.hpp"
 
 using namespace dist_test;
@@ -28,7 +30,16 @@ TEST_CASE("world: rank and size; split; barrier") {
   double expect = 0;
   for (int r = w.rank() % 2; r < w.size(); r += 2) expect += r;
   CHECK(same(d::all_reduce(mine, d::reduce_op::sum, half), xf::full({2}, expect, xf::f64)));
-  CHECK_THROWS_WITH(w.split(-1, 0), Catch::Contains("color"));
+  // a negative color joins no group (MPI_UNDEFINED): an empty communicator; the other ranks are
+  // not held up (here the last rank opts out)
+  const bool out = w.rank() == w.size() - 1;
+  const d::communicator rest = w.split(out ? -1 : 0, 0);
+  if (out) {
+    CHECK_THROWS_WITH(rest.size(), Catch::Contains("empty"));
+  } else {
+    CHECK(rest.size() == w.size() - 1);
+    CHECK(same(d::all_reduce(xf::ones({2}), d::reduce_op::sum, rest), xf::full({2}, w.size() - 1.0)));
+  }
 }
 
 TEST_CASE("all_reduce: sum, mean, max, min on every dtype") {
@@ -123,6 +134,29 @@ TEST_CASE("ranks that disagree throw \"ranks\" on every rank, and the communicat
   CHECK_THROWS_WITH(d::all_reduce(xf::ones({2}), rank() == 0 ? d::reduce_op::max : d::reduce_op::sum),
                     Catch::Contains("ranks"));
   CHECK_THROWS_WITH(d::ppermute(xf::ones({2}), rank() == 0 ? perm_t{} : perm_t{{0, 1}}), Catch::Contains("ranks"));
+  // arguments that one rank refuses itself (the others' are fine): that rank throws its own
+  // error, every other rank "ranks", none waits for the others
+  const bool last = rank() == size() - 1;
+  const auto refused_by_last = [&](const auto& call, const std::string& own) {
+    try {
+      call();
+      FAIL("no error");
+    } catch (const xf::error& e) {
+      const std::string m = e.what();
+      if (last) {
+        CHECK_THAT(m, Catch::Contains(own));
+      } else {
+        CHECK_THAT(m, Catch::Contains("ranks"));
+        CHECK_THAT(m, Catch::Contains("with arguments it refused"));
+      }
+    }
+  };
+  refused_by_last([&] { d::reduce_scatter(xf::ones({last ? 2 * size() + 1 : 2 * size()})); }, "divisible");
+  refused_by_last([&] { d::all_reduce(xf::ones({2}, last ? xf::i64 : xf::f64), d::reduce_op::mean); }, "floating");
+  refused_by_last([&] { d::all_gather(last ? xf::ones({4}) : xf::ones({2, 2}), 1); }, "out of range");
+  refused_by_last([&] { d::all_to_all(last ? xf::ones({}) : xf::ones({size(), 2}), 0, 1); }, "0-d");
+  refused_by_last([&] { d::broadcast(xf::ones({2}), last ? size() : 0); }, "root");
+  refused_by_last([&] { d::ppermute(xf::ones({2}), last ? perm_t{{0, 1}, {0, 1}} : perm_t{{0, 1}}); }, "more than once");
   // the communicator is still in step
   CHECK(d::all_reduce(xf::ones({2})).select(0, 0).item<float>() == static_cast<float>(size()));
   // with the checks off, the same call is one message instead of two

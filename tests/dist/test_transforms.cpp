@@ -178,5 +178,17 @@ TEST_CASE("max and min are not differentiable") {
     const tensor xb = all_ranks({2, 3}, 6)[static_cast<std::size_t>(rank())];
     CHECK(close(xf::vmap([op](const tensor& v) { return xf::dist::all_reduce(v, op); })(xb),
                 sim_all_reduce(all_ranks({2, 3}, 6), op)[0]));
+    // and inside one, on values that do not depend on the differentiated input (made by a
+    // factory there, or detached): no derivative flows through them, as for xf::amax
+    auto scaled = [op](const tensor& v) {
+      const tensor k = xf::dist::all_reduce(xf::ones_like(v) * 2.0 + v.detach() * 0.0, op);
+      return xf::sum(v * k * xf::dist::all_reduce(v.detach(), op));
+    };
+    CHECK(close(xf::grad(scaled)(x), 2.0 * xf::dist::all_reduce(x, op)));
+    CHECK(close(std::get<1>(xf::jvp(scaled, x, x)), xf::sum(2.0 * x * xf::dist::all_reduce(x, op))));
+    auto scattered = [op](const tensor& v) {
+      return xf::sum(v * xf::dist::reduce_scatter(xf::ones({3 * size()}, v.dtype()) * 2.0, 0, op));
+    };
+    CHECK(close(xf::grad(scattered)(x), xf::full_like(x, 2.0)));
   }
 }

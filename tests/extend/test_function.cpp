@@ -80,6 +80,16 @@ struct inplace_double : xf::autograd::function<inplace_double> {
   static tensor backward(xf::autograd::context&, const tensor& g) { return g * 2.0; }
 };
 
+/// inplace_double with a generated vmap rule.
+struct inplace_double_batched : xf::autograd::function<inplace_double_batched> {
+  static tensor forward(const tensor& x) { return inplace_double::forward(x); }
+  static void setup_context(xf::autograd::context& ctx, const std::tuple<tensor>& in, const tensor&) {
+    ctx.mark_dirty(std::get<0>(in));
+  }
+  static tensor backward(xf::autograd::context&, const tensor& g) { return g * 2.0; }
+  static constexpr bool generate_vmap_rule = true;
+};
+
 /// Row maxima and their indices (i64), marked non-differentiable.
 struct row_max : xf::autograd::function<row_max> {
   static std::tuple<tensor, tensor> forward(const tensor& x) {
@@ -90,7 +100,9 @@ struct row_max : xf::autograd::function<row_max> {
     ctx.mark_non_differentiable(std::get<1>(out));
     ctx.save_for_backward(std::get<0>(in), std::get<1>(out));
   }
-  static tensor backward(xf::autograd::context& ctx, const tensor& g, const tensor&) {
+  static inline tensor index_grad;  // what backward got for the indices
+  static tensor backward(xf::autograd::context& ctx, const tensor& g, const tensor& gi) {
+    index_grad = gi;
     const auto s = ctx.saved_tensors();
     const tensor& x = s[0];
     const tensor onehot = xf::eq(xf::arange(x.size(-1)), s[1].unsqueeze(-1)).to(x.dtype());
@@ -99,17 +111,18 @@ struct row_max : xf::autograd::function<row_max> {
   static constexpr bool generate_vmap_rule = true;
 };
 
-/// (3 x, mask) where the floating mask (x > 0) is marked non-differentiable. backward would add
-/// 100 g_mask if it ever got a mask gradient.
+/// (3 x, mask) where the floating mask (x > 0) is marked non-differentiable. backward adds 100
+/// g_mask, which must be zeros (torch: "it's always going to be a zero tensor"); it reads g_mask
+/// unconditionally, as torch users do.
 struct with_mask : xf::autograd::function<with_mask> {
-  static inline bool mask_grad_defined = true;
+  static inline tensor mask_grad;
   static std::tuple<tensor, tensor> forward(const tensor& x) { return {x * 3.0, xf::gt(x, 0.0).to(x.dtype())}; }
   static void setup_context(xf::autograd::context& ctx, const std::tuple<tensor>&, const std::tuple<tensor, tensor>& out) {
     ctx.mark_non_differentiable(std::get<1>(out));
   }
   static tensor backward(xf::autograd::context&, const tensor& g, const tensor& gm) {
-    mask_grad_defined = gm.defined();
-    return gm.defined() ? g * 3.0 + gm * 100.0 : g * 3.0;
+    mask_grad = gm;
+    return g * 3.0 + gm * 100.0;
   }
 };
 
@@ -251,6 +264,7 @@ struct manual_vmap_fn : xf::autograd::function<manual_vmap_fn> {
     auto front = [](const tensor& t, const std::optional<std::int64_t>& d) { return d ? t.movedim(*d, 0) : t.unsqueeze(0); };
     return {front(x, in_dims[0]) * s + front(y, in_dims[2]), std::optional<std::int64_t>{0}};
   }
+  static constexpr bool generate_vmap_rule = false;  // torch's default, written beside a manual rule
 };
 
 /// Neither a vmap rule nor generate_vmap_rule.
@@ -407,6 +421,52 @@ TEST_CASE("context: mark_dirty, under functionalize", "[function][context]") {
   CHECK(close(x, x0 * 2.0));  // the mutation is copied back into the caller's tensor
 }
 
+TEST_CASE("context: mark_dirty under vmap and its compositions with grad and jvp", "[function][context][vmap]") {
+  const tensor X = mat23();
+  // vmap alone: the batched input is doubled in place and returned (batch dim 0 and 1)
+  tensor Xc = X.clone();
+  const tensor r = xf::vmap([](const tensor& a) { return inplace_double_batched::apply(a); })(Xc);
+  CHECK(close(Xc, X * 2.0));
+  CHECK(close(r, X * 2.0));
+  tensor Xt = X.clone();
+  (void)xf::vmap([](const tensor& a) { return inplace_double_batched::apply(a); }, xf::in_dims(1), xf::out_dims(1))(Xt);
+  CHECK(close(Xt, X * 2.0));
+  // the mutated input carries the function's derivative afterwards: d/da sum((2a) * a) = 4a,
+  // and d/da sum(c * c) with c the returned input = 8a
+  auto later_use = [](const tensor& a) {
+    tensor b = a * 1.0;
+    (void)inplace_double_batched::apply(b);
+    return xf::sum(b * a);
+  };
+  auto returned = [](const tensor& a) {
+    tensor b = a * 1.0;
+    const tensor c = inplace_double_batched::apply(b);
+    return xf::sum(c * c);
+  };
+  CHECK(close(xf::vmap(xf::grad(later_use))(X), X * 4.0));
+  CHECK(close(xf::vmap(xf::grad(returned))(X), X * 8.0));
+  CHECK(close(xf::vmap(xf::grad(later_use), xf::in_dims(1))(X.t().contiguous()), X * 4.0));
+  auto batched_inside = [](int dim) {
+    return [dim](const tensor& A) {
+      tensor b = A * 1.0;
+      (void)xf::vmap([](const tensor& q) { return inplace_double_batched::apply(q); }, xf::in_dims(dim))(b);
+      return xf::sum(b * A);
+    };
+  };
+  CHECK(close(xf::grad(batched_inside(0))(X), X * 4.0));
+  CHECK(close(xf::grad(batched_inside(1))(X), X * 4.0));
+  // forward mode, both orders: the tangent of the doubled input is doubled
+  auto doubled = [](const tensor& a) {
+    tensor b = a * 1.0;
+    (void)inplace_double_batched::apply(b);
+    return b * 1.0;
+  };
+  CHECK(close(std::get<1>(xf::jvp([&](const tensor& A) { return xf::vmap(doubled)(A); }, X, xf::ones_like(X))),
+              xf::full_like(X, 2.0)));
+  CHECK(close(xf::vmap([&](const tensor& A, const tensor& T) { return std::get<1>(xf::jvp(doubled, A, T)); })(X, xf::ones_like(X)),
+              xf::full_like(X, 2.0)));
+}
+
 TEST_CASE("context: mark_non_differentiable on an index output", "[function][context]") {
   const tensor x = mat23();
   auto [v, i] = row_max::apply(x);
@@ -418,6 +478,9 @@ TEST_CASE("context: mark_non_differentiable on an index output", "[function][con
     return xf::sum(vals * tensor{1.0, 3.0});
   })(x);
   CHECK(close(g, tensor{{0.0, 0.0, 1.0}, {3.0, 0.0, 0.0}}));
+  // backward takes a gradient for the indices too: int64 zeros, as torch gives
+  REQUIRE(row_max::index_grad.defined());
+  CHECK((row_max::index_grad.dtype() == xf::i64 && xf::equal(row_max::index_grad, tensor{0, 0})));
   // under vmap(grad) with the generated rule: one row per example
   const tensor gv = xf::vmap(xf::grad([](const tensor& r) { return xf::sum(std::get<0>(row_max::apply(r.unsqueeze(0)))); }))(x);
   CHECK(close(gv, tensor{{0.0, 0.0, 1.0}, {1.0, 0.0, 0.0}}));
@@ -429,14 +492,14 @@ TEST_CASE("context: mark_non_differentiable on an index output", "[function][con
 TEST_CASE("context: mark_non_differentiable on a floating output", "[function][context]") {
   const tensor x = vec3();
   const tensor mask{1.0, 0.0, 1.0};
-  with_mask::mask_grad_defined = true;
+  with_mask::mask_grad = tensor{};
   // the mask is used, but carries no derivative: d/dx [sum(3x) + sum(mask * 5)] = 3
   const tensor g = xf::grad([](const tensor& p) {
     auto [y, m] = with_mask::apply(p);
     return xf::sum(y) + xf::sum(m * 5.0);
   })(x);
   CHECK(close(g, xf::full_like(x, 3.0)));
-  CHECK_FALSE(with_mask::mask_grad_defined);
+  CHECK(close(with_mask::mask_grad, xf::zeros_like(x)));  // zeros, not the 5 it was used with
   // only the mask used: its output does not depend on x
   const tensor g0 = xf::grad([](const tensor& p) { return xf::sum(std::get<1>(with_mask::apply(p)) * p.detach()); })(x);
   CHECK(close(g0, xf::zeros_like(x)));
@@ -649,6 +712,10 @@ TEST_CASE("correct functions pass gradcheck and gradgradcheck; a fake one fails"
   // the fake rule is used by gradcheck too, so it fails
   CHECK_FALSE(xf::testing::gradcheck(apply_fake_square, vec3()));
   CHECK_THROWS_AS(xf::testing::gradcheck(apply_fake_square, xf::testing::raise, vec3()), xf::error);
+  // NaN derivatives (outside the function's domain) are a failure, as in torch, not a match
+  auto outside = [](const tensor& t) { return xf::sqrt(t - 10.0); };
+  CHECK_FALSE(xf::testing::gradcheck(outside, vec3()));
+  CHECK_THROWS_WITH(xf::testing::gradcheck(outside, xf::testing::raise, vec3()), Contains("nan") && Contains("NaN"));
 }
 
 // ---- vmap ------------------------------------------------------------------------------------

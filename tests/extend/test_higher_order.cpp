@@ -272,6 +272,36 @@ TEST_CASE("cond picks a branch", "[hop][cond]") {
   CHECK(untaken_on_meta);
 }
 
+TEST_CASE("checking the branch not taken changes no tensor and draws no random number", "[hop][cond]") {
+  const xf::tensor x{1.0, 2.0, 3.0};
+  xf::tensor counter = xf::zeros({1}, xf::f64), buf = xf::zeros({3}, xf::f64);
+  auto writes = [&](const xf::tensor& a) {
+    counter.add_(1.0);  // a captured tensor with data, written with a plain value
+    buf.copy_(a);       // ... and with the (meta) operand
+    return a * 3.0 + xf::randn({3}, xf::f64);
+  };
+  xf::manual_seed(5);
+  const xf::tensor expect_draw = xf::randn({3}, xf::f64);
+  xf::manual_seed(5);
+  const xf::tensor y = xf::cond(xf::scalar(true), twice, writes, x);
+  CHECK(xf::allclose(y, x * 2.0));
+  CHECK(xf::equal(counter, xf::zeros({1}, xf::f64)));
+  CHECK(xf::equal(buf, xf::zeros({3}, xf::f64)));
+  CHECK(xf::equal(xf::randn({3}, xf::f64), expect_draw));  // the generator is where it was
+  // when that branch is taken, its effects happen
+  const xf::tensor z = xf::cond(xf::scalar(false), twice, writes, x);
+  CHECK(xf::equal(counter, xf::ones({1}, xf::f64)));
+  CHECK(xf::equal(buf, x));
+  CHECK(z.shape() == xf::shape_t{3});
+  // the checked writes still check shapes: a write that cannot fit is the cond error
+  auto bad_write = [&](const xf::tensor& a) {
+    counter.add_(xf::ones({2}, xf::f64));
+    return a;
+  };
+  CHECK_THROWS_WITH(xf::cond(xf::scalar(true), twice, bad_write, x), Contains("cond") && Contains("xf::add_"));
+  CHECK(xf::equal(counter, xf::ones({1}, xf::f64)));
+}
+
 TEST_CASE("cond errors", "[hop][cond]") {
   const xf::tensor x{1.0, 2.0};
   auto to_sum = [](const xf::tensor& a) { return xf::sum(a); };

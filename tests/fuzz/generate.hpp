@@ -160,7 +160,7 @@ class generator {
   bool unary(int v) {
     const bounds bv = b_[static_cast<std::size_t>(v)];
     const double m = bv.mag();
-    const int which = c_.pick(24);
+    const int which = c_.pick(27);
     switch (which) {
       case 0: push({op::neg, {v}}, shape(v), {-bv.hi, -bv.lo}); return true;
       case 1: { const int u = bounded(v, 4); const bounds bu = b_[static_cast<std::size_t>(u)];
@@ -204,7 +204,18 @@ class generator {
                  push({op::clamp, {v}, {}, s}, shape(v), {std::max(-s, bv.lo), std::min(s, bv.hi)}, true); return true; }
       case 22: { const int u = bounded(v, 10);
                  push({op::custom_op, {u}}, shape(v), {-b_[static_cast<std::size_t>(u)].mag(), b_[static_cast<std::size_t>(u)].mag()}); return true; }
-      default: { const int u = bounded(v, 30); push({op::autograd_fn, {u}}, shape(v), {0, std::max(b_[static_cast<std::size_t>(u)].hi, 0.0) + 1}); return true; }
+      case 23: { const int u = bounded(v, 30); push({op::autograd_fn, {u}}, shape(v), {0, std::max(b_[static_cast<std::size_t>(u)].hi, 0.0) + 1}); return true; }
+      // higher-order ops (scan and map need a dim 0 with at least one slice)
+      case 24: { const int u = bounded(v, 10);
+                 push({op::cond, {u}, {c_.pick(2)}}, shape(v), {-2, std::max(2.0, b_[static_cast<std::size_t>(u)].mag())}); return true; }
+      default: {
+        if (rank(v) == 0 || shape(v)[0] == 0) return false;
+        const int u = bounded(v, 10);
+        const double mu = b_[static_cast<std::size_t>(u)].mag();
+        if (which == 25) push({op::scan, {u}}, shape(v), {-2 * mu, 2 * mu});
+        else push({op::map, {u}}, shape(v), {0, mu});
+        return true;
+      }
     }
   }
 

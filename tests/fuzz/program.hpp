@@ -56,6 +56,8 @@ enum class op {
   // unary
   neg, exp, log, sin, cos, tan, tanh, sigmoid, relu, abs, sqrt, rsqrt, square, log1p, expm1, reciprocal, erf, sign,
   mul_scalar, add_scalar, pow_scalar, clamp, custom_op, autograd_fn,
+  // higher-order ops (shape-preserving)
+  cond, scan, map,
   // binary (broadcasting)
   add, sub, mul, div, pow, maximum, minimum, atan2, where,
   // reductions
@@ -163,13 +165,35 @@ inline const char* op_name(op o) {
   static const char* names[] = {
       "neg", "exp", "log", "sin", "cos", "tan", "tanh", "sigmoid", "relu", "abs", "sqrt", "rsqrt", "square", "log1p",
       "expm1", "reciprocal", "erf", "sign", "mul_scalar", "add_scalar", "pow_scalar", "clamp", "custom_op",
-      "autograd_fn", "add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2", "where", "sum_all", "sum_dims",
+      "autograd_fn", "cond", "scan", "map", "add", "sub", "mul", "div", "pow", "maximum", "minimum", "atan2", "where", "sum_all", "sum_dims",
       "mean_dims", "prod", "amax", "amin", "logsumexp", "var", "norm", "softmax", "log_softmax", "linear", "mse_loss",
       "cross_entropy", "matmul", "outer", "reshape", "transpose", "permute", "unsqueeze", "squeeze_dim", "expand",
       "flatten", "select", "narrow", "diagonal", "movedim", "contiguous", "clone", "flip", "split_part",
       "index_select", "gather", "cat", "stack", "inplace_view"};
   return names[static_cast<int>(o)];
 }
+
+namespace detail {
+// The higher-order ops' steps. cond's predicate depends on the data (so under vmap it is batched
+// and both branches run) but not its value: always true (i = 1) or always false (i = 0), so that
+// finite differences and make_fx's replays on new inputs take the same branch.
+inline tensor cond_step(const tensor& x, bool take_true) {
+  const tensor pred = take_true ? xf::sum(x) > -1e30 : xf::sum(x) < -1e30;
+  return xf::cond(pred, [](const tensor& t) { return xf::sin(t) * 2.0; },
+                  [](const tensor& t) { return t * xf::tanh(t) - 0.5; }, x);
+}
+/// ys of a scan along dim 0: carry c -> c / 2 + sin(x), y = c' x.
+inline tensor scan_step(const tensor& x) {
+  auto step = [](const tensor& c, const tensor& xi) {
+    const tensor n = c * 0.5 + xf::sin(xi);
+    return std::pair{n, n * xi};
+  };
+  return xf::scan(step, xf::zeros_like(x.select(0, 0)), x).second;
+}
+inline tensor map_step(const tensor& x) {
+  return xf::map([](const tensor& r) { return r * xf::tanh(r); }, x);
+}
+}  // namespace detail
 
 /// Runs one step on its operands.
 inline tensor run_step(const step& s, const std::vector<tensor>& v) {
@@ -198,6 +222,9 @@ inline tensor run_step(const step& s, const std::vector<tensor>& v) {
     case op::add_scalar: return s.s - A(0);
     case op::pow_scalar: return xf::pow(A(0), s.s);
     case op::clamp: return xf::clamp(A(0), -s.s, s.s);
+    case op::cond: return detail::cond_step(A(0), I[0] != 0);
+    case op::scan: return detail::scan_step(A(0));
+    case op::map: return detail::map_step(A(0));
     case op::custom_op: return x_sin_x_op()(A(0));
     case op::autograd_fn: return softplus_fn::apply(A(0));
     case op::add: return A(0) + A(1);
@@ -319,6 +346,9 @@ inline std::string program::cpp() const {
       case op::neg: e = "-" + x; break;
       case op::custom_op: e = "x_sin_x(" + x + ")  /* custom op with autograd and vmap rules */"; break;
       case op::autograd_fn: e = "softplus_fn::apply(" + x + ")  /* autograd::function */"; break;
+      case op::cond: e = std::string("fuzz::detail::cond_step(") + x + ", " + (st.i[0] ? "true" : "false") + ")  /* xf::cond */"; break;
+      case op::scan: e = "fuzz::detail::scan_step(" + x + ")  /* xf::scan */"; break;
+      case op::map: e = "fuzz::detail::map_step(" + x + ")  /* xf::map */"; break;
       case op::add: e = x + " + " + a(1); break;
       case op::sub: e = x + " - " + a(1); break;
       case op::mul: e = x + " * " + a(1); break;

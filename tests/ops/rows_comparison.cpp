@@ -59,6 +59,13 @@ TEST_CASE("comparison: results are boolean and carry no gradient", "[ops][compar
   CHECK(xf::logical_not(x).dtype() == xf::b8);
   CHECK(xf::equal(xf::tensor{1, 2, 3} >= 2.0, xf::tensor{false, true, true}));  // i64 with a double
   CHECK(xf::equal(xf::tensor{1, 2, 3} == xf::tensor{1.0f, 0.0f, 3.0f}, xf::tensor{true, false, true}));
+  // the named comparisons take a double on either side, as the operators do
+  CHECK(xf::equal(xf::lt(2.0, x), xf::tensor{false, false, true}));
+  CHECK(xf::equal(xf::le(2.0, x), 2.0 <= x));
+  CHECK(xf::equal(xf::gt(2.0, x), xf::tensor{true, false, false}));
+  CHECK(xf::equal(xf::ge(2.0, x), 2.0 >= x));
+  CHECK(xf::equal(xf::eq(2.0, x), xf::tensor{false, true, false}));
+  CHECK(xf::equal(xf::ne(2.0, x), 2.0 != x));
   // a function of a comparison has zero gradient
   auto g = xf::grad([](const xf::tensor& t) { return xf::sum((t > 1.5).to(xf::f64) * 2.0); })(x);
   CHECK(xf::allclose(g, xf::zeros({3}, xf::f64)));

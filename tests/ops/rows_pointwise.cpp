@@ -1,5 +1,8 @@
 // Conformance rows: pointwise unary and binary ops, and the dtype promotion rules of API §2.
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <utility>
 
 #include <catch2/catch.hpp>
 
@@ -220,6 +223,54 @@ TEST_CASE("pointwise: dtype promotion follows torch", "[ops][pointwise]") {
     CHECK(xf::equal(ai * ai, xf::tensor{1, 4}));
     CHECK(xf::allclose(ai / xf::tensor{2, 2}, xf::tensor{0.5f, 1.0f}));
   }
+}
+
+TEST_CASE("pointwise: pow's derivatives at a zero base and a zero exponent are torch's", "[ops][pointwise]") {
+  auto f = [](const xf::tensor& a, const xf::tensor& b) { return xf::sum(xf::pow(a, b)); };
+  auto grads = [&](double a, double b) {
+    auto [ga, gb] = xf::grad(f, xf::argnums<0, 1>)(xf::tensor{a}, xf::tensor{b});
+    return std::pair{ga.item<double>(), gb.item<double>()};
+  };
+  // 0^0: both derivatives 0 (was NaN for the base)
+  CHECK(grads(0.0, 0.0) == std::pair{0.0, 0.0});
+  // b == 0 with a nonzero base: d/da = 0, d/db = log a
+  CHECK(grads(2.0, 0.0).first == 0.0);
+  CHECK(grads(2.0, 0.0).second == Approx(std::log(2.0)));
+  // a zero base with b >= 0: d/db = 0; with b < 0: -inf (0^b log 0), as torch
+  CHECK(grads(0.0, 2.0) == std::pair{0.0, 0.0});
+  CHECK(grads(0.0, -1.0).second == -INFINITY);
+  // a negative base: d/db is NaN (log of a negative number), d/da is b a^(b-1)
+  CHECK(std::isnan(grads(-2.0, 2.0).second));
+  CHECK(grads(-2.0, 2.0).first == Approx(-4.0));
+  // forward mode agrees: the tangent of pow(x, 0) at x = 0 is 0
+  auto [y, t] = xf::jvp([](const xf::tensor& x) { return xf::pow(x, xf::tensor{0.0}); }, xf::tensor{0.0}, xf::tensor{1.0});
+  CHECK(t.item<double>() == 0.0);
+}
+
+TEST_CASE("pointwise: copy_ converts like torch; float to int64 never overflows", "[ops][pointwise]") {
+  xf::tensor i = xf::zeros({4}, xf::i64);
+  i.copy_(xf::tensor{1.5, -2.5, 7.0, 0.25});
+  CHECK(xf::equal(i, xf::tensor{1, -2, 7, 0}));  // truncated, as torch
+  // NaN, the infinities and values beyond int64 become INT64_MIN (x86's answer, torch's), in
+  // to() too, without undefined behaviour
+  const std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+  const xf::tensor odd = xf::tensor{std::nan(""), double(INFINITY), -double(INFINITY), 1e300, -1e19, 9.2e18};
+  const xf::tensor as_int = odd.to(xf::i64);
+  for (std::int64_t k = 0; k < 5; ++k) CHECK(as_int.select(0, k).item<std::int64_t>() == lowest);
+  CHECK(as_int.select(0, 5).item<std::int64_t>() == 9200000000000000000);
+  i.copy_(odd.narrow(0, 0, 4));
+  CHECK(xf::equal(i, xf::full({4}, static_cast<double>(lowest), xf::i64)));
+  // into a boolean tensor: nonzero is true
+  xf::tensor b = xf::zeros({3}, xf::b8);
+  b.copy_(xf::tensor{0.0, 2.0, -0.5});
+  CHECK(xf::equal(b, xf::tensor{false, true, true}));
+}
+
+TEST_CASE("pointwise: clamp of an integer tensor is float32", "[ops][pointwise]") {
+  const xf::tensor c = xf::clamp(xf::tensor{-1, 1, 2, 3}, -0.5, 2.5);
+  CHECK(c.dtype() == xf::f32);
+  CHECK(xf::equal(c, xf::tensor{-0.5f, 1.0f, 2.0f, 2.5f}));
+  CHECK(xf::clamp(xf::tensor{0, 2}, 0.0, 2.0).dtype() == xf::f32);
 }
 
 TEST_CASE("pointwise: errors", "[ops][pointwise]") {

@@ -162,6 +162,8 @@ TEST_CASE("reduction: errors", "[ops][reduction]") {
   CHECK_THROWS_WITH(xf::sum(x, {2}), Catch::Contains("out of range"));
   CHECK_THROWS_WITH(xf::sum(x, {-3}), Catch::Contains("out of range"));
   CHECK_THROWS_WITH(xf::mean(x, {0, 0}), Catch::Contains("more than once"));
+  CHECK_THROWS_WITH(xf::sum(xf::scalar(1.0), {0, -1}), Catch::Contains("more than once"));  // a 0-d tensor too
+  CHECK(xf::sum(xf::scalar(1.0), {-1}).item<double>() == 1.0);
   CHECK_THROWS_WITH(xf::prod(x, 2), Catch::Contains("out of range"));
   CHECK_THROWS_WITH(xf::amax(x, {5}), Catch::Contains("out of range"));
   CHECK_THROWS_WITH(xf::argmax(x, -3), Catch::Contains("out of range"));

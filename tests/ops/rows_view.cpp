@@ -232,6 +232,11 @@ TEST_CASE("view: views share storage where torch's do", "[ops][view]") {
     CHECK(xf::same_storage(x, xf::stop_gradient(x)));
     CHECK(xf::same_storage(x, x.to(xf::f64)));
     for (const auto& p : xf::split(x, 2, 1)) CHECK(xf::same_storage(x, p));
+    // a dim of size 0 splits into one empty chunk, as torch
+    const xf::tensor e = xf::zeros({2, 0});
+    const auto pieces = xf::split(e, 2, 1);
+    REQUIRE(pieces.size() == 1);
+    CHECK((pieces[0].shape() == xf::shape_t{2, 0} && xf::same_storage(e, pieces[0])));
     CHECK(xf::same_storage(x, x.transpose(0, 1).reshape({3, 2, 2, 2})));  // splitting a dim stays a view
   }
   SECTION("copies") {

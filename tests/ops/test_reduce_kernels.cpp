@@ -388,4 +388,20 @@ TEST_CASE("prod's derivatives over long rows: exact with zeros, linear memory", 
   }
   const xf::tensor big = xf::tanh(xf::rand({60000}, xf::f64));
   CHECK(xf::grad([](const xf::tensor& v) { return xf::prod(v, 0); })(big).shape() == xf::shape_t{60000});
+  // every further derivative costs O(n log n) too (found by the fuzzer: a third derivative over
+  // 46 elements per row asked for 18 GB when each level multiplied the intermediate by n);
+  // the third derivative checked against finite differences of the second
+  xf::manual_seed(46);
+  const xf::tensor x = 0.9 + 0.2 * xf::rand({3, 46}, xf::f64);
+  auto second_along = [](const xf::tensor& w) {  // the derivative of <grad(sum prod), w>
+    return [w](const xf::tensor& v) {
+      auto first = xf::grad([](const xf::tensor& u) { return xf::sum(xf::prod(u, 1)); });
+      return xf::grad([&](const xf::tensor& u) { return xf::sum(first(u) * w); })(v);
+    };
+  };
+  CHECK(xf::testing::gradcheck(second_along(xf::cos(xf::arange(0.0, 138.0, 1.0, xf::f64)).reshape({3, 46})), x));
+  const xf::tensor w = xf::cos(xf::arange(0.0, 2000.0, 1.0, xf::f64)).reshape({1, 2000});
+  const xf::tensor x4 = 0.9 + 0.2 * xf::rand({1, 2000}, xf::f64);
+  const auto second = second_along(w);
+  CHECK(xf::grad([&](const xf::tensor& v) { return xf::sum(second(v) * w); })(x4).shape() == xf::shape_t{1, 2000});
 }

@@ -414,8 +414,6 @@ void pointwise(table& t) {
   t.call("xf::where with an undefined branch", [] { (void)xf::where(x3() > 1.0, x3(), undefined); },
          {"xf::where", "operation on an undefined tensor"});
   t.op("xf::clamp with lo > hi", x3(), [](const tensor& x) { (void)xf::clamp(x, 1.0, -1.0); }, {"xf::clamp", "must not exceed"});
-  t.op("xf::clamp of int64 with a NaN bound", i3(), [](const tensor& x) { (void)xf::clamp(x, std::nan(""), 1.0); },
-       {"xf::clamp", "NaN"});
   // every unary op on an undefined tensor
   using un = std::function<tensor(const tensor&)>;
   const std::vector<std::pair<std::string, un>> unary = {
@@ -761,6 +759,10 @@ void in_place(table& t) {
   };
   for (const auto& [what, name, f] : int_rows)
     t.op("xf::tensor::" + what, i3(), f, {name, "cannot be written into a int64 tensor in place"});
+  // an integer result into a boolean tensor (torch: "result type Long can't be cast to ... Bool")
+  t.op("xf::tensor::add_ of an int64 tensor into bool", b3(), [](const tensor& x) { x.clone().add_(xf::tensor{1, 1, 1}); },
+       {"xf::add_", "a int64 result cannot be written into a bool tensor in place"});
+  t.op("xf::tensor::neg_ of bool", b3(), [](const tensor& x) { x.clone().neg_(); }, {"xf::neg_", "bool tensor in place"});
   t.op("xf::tensor::fill_(NaN) of int64 (torch: 'cannot be converted to type int64_t')", i3(),
        [](const tensor& x) { x.clone().fill_(std::nan("")); }, {"xf::fill_", "int64"});
   t.op("xf::tensor::fill_(1e300) of int64", i3(), [](const tensor& x) { x.clone().fill_(1e300); }, {"xf::fill_", "int64"});
@@ -1243,7 +1245,23 @@ void extending(table& t) {
   t.call("scan over a 0-d xs", [step] { (void)xf::scan(step, xf::scalar(0.0), s0()); }, {"xf::scan", "no dim 0 to slice"});
   t.call("scan over an empty xs", [step] { (void)xf::scan(step, xf::scalar(0.0), e0()); }, {"xf::scan", "length 0"});
   t.call("scan with an undefined init", [step] { (void)xf::scan(step, undefined, x3()); }, {"xf::scan", "undefined tensor"});
+  t.call("scan whose step changes the carry's dtype",
+         [] { (void)xf::scan([](const tensor& c, const tensor& x) { return std::pair{(c + x).to(xf::f32), c}; }, xf::scalar(0.0), x3()); },
+         {"xf::scan", "dtype float32 from fn", "the carry must keep its shapes and dtypes"});
+  t.call("scan whose step grows the carry",
+         [] { (void)xf::scan([](const tensor& c, const tensor& x) { return std::pair{xf::cat({c, x.unsqueeze(0)}, 0), x}; }, x3(), x3()); },
+         {"xf::scan", "shape [4] and dtype float64 from fn"});
   const auto below = [](const tensor& c) { return xf::sum(c) < 10.0; };
+  t.call("while_loop whose body grows the carry",
+         [below] { (void)xf::while_loop(below, [](const tensor& c) { return xf::cat({c, c}, 0); }, xf::tensor{1.0}); },
+         {"xf::while_loop", "from body_fn", "the carry must keep its shapes and dtypes"});
+  t.call("while_loop under vmap whose body grows the carry",
+         [below] {
+           (void)xf::vmap([&](const tensor& c) {
+             return xf::while_loop(below, [](const tensor& v) { return xf::cat({v, v}, 0); }, c);
+           })(xf::tensor{1.0, 20.0}.reshape({2, 1}));
+         },
+         {"xf::while_loop", "from body_fn"});
   t.call("grad through while_loop",
          [below] {
            (void)xf::grad([&](const tensor& x) {
@@ -1497,8 +1515,15 @@ TEST_CASE("bad input: what is not an error (printing meta and undefined tensors,
   CHECK_FALSE(xf::same_storage(undefined, x3()));
   CHECK_FALSE(xf::same_storage(undefined, undefined));
   CHECK_FALSE(undefined.defined());
-  // an integer tensor keeps its dtype under clamp (xfunc's choice; torch would give float32), and
-  // bounds beyond int64 saturate instead of overflowing in the conversion
-  CHECK(xf::equal(xf::clamp(tensor{0, 1, 2}, -inf, 1.0), tensor{0, 1, 1}));
-  CHECK(xf::equal(xf::clamp(tensor{0, 5}, 1.0, 1e300), tensor{1, 5}));
+  // an integer tensor becomes float32 under clamp (its bounds are doubles: API.md section 2, as
+  // torch), so infinite, huge, fractional and NaN bounds need no conversion to int64
+  CHECK(xf::equal(xf::clamp(tensor{0, 1, 2}, -inf, 1.0), tensor{0.0f, 1.0f, 1.0f}));
+  CHECK(xf::equal(xf::clamp(tensor{0, 5}, 1.0, 1e300), tensor{1.0f, 5.0f}));
+  CHECK(xf::equal(xf::clamp(tensor{-1, 1, 2, 3}, -0.5, 2.5), tensor{-0.5f, 1.0f, 2.0f, 2.5f}));
+  CHECK(xf::clamp(tensor{true, false}, 0.0, 1.0).dtype() == xf::f32);
+  const tensor nan_bound = xf::clamp(tensor{0, 5}, std::nan(""), 1.0);
+  CHECK((nan_bound.dtype() == xf::f32 && std::isnan(nan_bound.select(0, 1).item<float>())));
+  // clamp_ of an integer tensor cannot hold its float32 result (torch: the same error)
+  tensor ints{1, 2};
+  CHECK_THROWS_WITH(ints.clamp_(0.5, 1.5), Catch::Contains("xf::clamp_") && Catch::Contains("float32"));
 }

@@ -30,6 +30,25 @@ TEST_CASE("vmap in_dims and out_dims", "[vmap]") {
   CHECK(xf::testing::vmap_matches_loop(f, xf::in_dims(1, xf::none), x, w));
 }
 
+TEST_CASE("testing::vmap_matches_loop takes vmap's in_dims and matches NaN with NaN", "[vmap][testing]") {
+  const xf::tensor x = xf::tensor{{0.5, -1.0}, {2.0, 3.0}, {-0.25, 1.5}};
+  // a non-tensor argument with in_dim none, and a tuple argument with nested in_dims
+  auto scaled = [](const xf::tensor& a, double s) { return a * s; };
+  CHECK(xf::testing::vmap_matches_loop(scaled, xf::in_dims(0, xf::none), x, 2.0));
+  auto pair = [](const std::tuple<xf::tensor, xf::tensor>& p) { return std::get<0>(p) * std::get<1>(p); };
+  CHECK(xf::testing::vmap_matches_loop(pair, xf::in_dims(xf::in_dims(1, xf::none)), std::tuple{x, xf::tensor{1.0, 2.0, 3.0}}));
+  CHECK(xf::testing::vmap_matches_loop(pair, xf::in_dims(0), std::tuple{x, x * 2.0}));
+  // log of negative entries: NaN in the same places on both sides
+  CHECK(xf::testing::vmap_matches_loop([](const xf::tensor& a) { return xf::log(a); }, xf::in_dims(0), x));
+  // and a real mismatch still fails
+  struct counter {
+    int* n;
+    xf::tensor operator()(const xf::tensor& a) const { return a * static_cast<double>(++*n); }
+  };
+  int calls = 0;  // one call under vmap, then one per example: the loop sees other factors
+  CHECK_FALSE(xf::testing::vmap_matches_loop(counter{&calls}, xf::in_dims(0), x));
+}
+
 TEST_CASE("vmap with tuple outputs and per-output out_dims", "[vmap]") {
   auto f = [](const xf::tensor& r) { return std::tuple{r * 2.0, xf::sum(r)}; };
   xf::tensor x = xf::ones({4, 3}, xf::f64);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -188,7 +189,14 @@ void for_each_row_piece(const strided_cursor<K>& rows, std::int64_t n_inner, std
 
 template <class T, class S>
 inline T convert_element(S v) {
-  return static_cast<T>(v);
+  if constexpr (std::is_same_v<T, std::int64_t> && std::is_floating_point_v<S>) {
+    // NaN, the infinities and values beyond int64 have no int64 value (the C++ conversion would
+    // be undefined): they become INT64_MIN, as x86's conversion instruction, and so torch, gives
+    return v >= S(-9223372036854775808.0) && v < S(9223372036854775808.0) ? static_cast<T>(v)
+                                                                          : std::numeric_limits<T>::min();
+  } else {
+    return static_cast<T>(v);
+  }
 }
 
 /// d[i * dstep] = s[i * sstep] for i in [0, n), converting.

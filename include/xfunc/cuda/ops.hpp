@@ -396,7 +396,7 @@ inline tensor pow_scalar_kernel(std::span<const tensor> in, const pow_scalar_op:
   return unary_with_scalars(in[0], c, str_cat("xf_pow_scalar_", dtype_tag(c)), a.p, 0.0, pow_scalar_op::name);
 }
 inline tensor clamp_kernel(std::span<const tensor> in, const clamp_op::attrs& a) {
-  const dtype c = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
+  const dtype c = promote_with_double(in[0].dtype());  // (an integer tensor becomes float32, as on cpu)
   return unary_with_scalars(in[0], c, kernel_name(clamp_op::name, c), a.lo, a.hi, clamp_op::name);
 }
 inline tensor logical_not_kernel(std::span<const tensor> in, const no_attrs&) {

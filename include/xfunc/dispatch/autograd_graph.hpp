@@ -3,6 +3,7 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <xfunc/core/small_list.hpp>
@@ -80,6 +81,18 @@ template <int = 0>
 tensor_list run_backward(const std::vector<std::shared_ptr<grad_node>>& roots, const tensor_list& gs,
                                 const std::vector<std::shared_ptr<grad_node>>& leaves) {
   const std::vector<grad_node*> order = topo_order(roots);
+  // Only nodes with a path to a requested leaf run (as torch's engine): a chain that starts at
+  // a constant (a factory's value inside the function) has no derivative to give, and running it
+  // would do work for nothing, or throw where its op has none (a max all-reduce of a constant).
+  std::unordered_set<const grad_node*> needed;
+  for (const auto& l : leaves)
+    if (l) needed.insert(l.get());
+  for (grad_node* n : order)  // inputs first
+    for (const auto& k : n->next)
+      if (k && needed.count(k.get())) {
+        needed.insert(n);
+        break;
+      }
   std::unordered_map<grad_node*, tensor> acc;
   auto accumulate = [&](grad_node* n, const tensor& g) {
     tensor& slot = acc[n];
@@ -89,7 +102,7 @@ tensor_list run_backward(const std::vector<std::shared_ptr<grad_node>>& roots, c
     if (roots[r] && gs[r].defined()) accumulate(roots[r].get(), gs[r]);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     grad_node* n = *it;
-    if (n->is_leaf()) continue;
+    if (n->is_leaf() || !needed.count(n)) continue;
     auto found = acc.find(n);
     const bool arrived = found != acc.end() && found->second.defined();
     if (!arrived && !n->has_pending()) continue;

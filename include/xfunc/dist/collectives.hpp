@@ -7,6 +7,7 @@
 /// sends one message for the whole batch.
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -35,7 +36,7 @@ using xfunc::detail::tensor_list;
 
 /// Which collective a call is, in the cross-rank check's header.
 enum class collective_code : std::int64_t { all_reduce = 1, all_gather, reduce_scatter, broadcast, reduce, all_to_all,
-                                             ppermute, average_gradients };
+                                             ppermute, average_gradients, refused };
 
 inline const char* collective_name(std::int64_t code) {
   switch (static_cast<collective_code>(code)) {
@@ -47,6 +48,7 @@ inline const char* collective_name(std::int64_t code) {
     case collective_code::all_to_all: return "all_to_all";
     case collective_code::ppermute: return "ppermute";
     case collective_code::average_gradients: return "average_gradients";
+    case collective_code::refused: return "a call it refused";
   }
   return "an unknown collective";
 }
@@ -80,6 +82,8 @@ struct call_header {
   }
   static std::string describe(const std::int64_t* w) {
     std::ostringstream os;
+    if (w[0] == static_cast<std::int64_t>(collective_code::refused))
+      return std::string(collective_name(w[1])) + " with arguments it refused (its own error says why)";
     os << collective_name(w[0]) << " of " << dtype_name(static_cast<dtype>(w[4])) << " [";
     const std::int64_t rank = w[5];
     for (std::int64_t i = 0; i < std::min<std::int64_t>(rank, max_dims); ++i) os << (i ? ", " : "") << w[6 + i];
@@ -108,6 +112,32 @@ inline void agree(const comm_state& c, const char* op, const call_header& h) {
        "dtype");
 }
 
+/// Runs a collective's own argument checks on this rank (a dim out of range, a size not
+/// divisible, ...). When they fail here while checks are on, this rank first joins the
+/// cross-rank check that the other ranks may already wait in, with a header that matches none
+/// of theirs: they throw "ranks" instead of waiting forever, and this rank throws its own error.
+template <class Check>
+void check_arguments(const tensor& t, const communicator& comm, const char* op, collective_code code, Check&& check) {
+  try {
+    xfunc::detail::require_defined(t, op);
+    check();
+  } catch (const error&) {
+    const comm_state* c = nullptr;
+    try {
+      c = &comm.state(op);
+    } catch (const error&) {
+    }
+    if (c && checks_enabled() && c->size > 1 && !(t.defined() && t.device() == meta)) {
+      call_header h(collective_code::refused, static_cast<std::int64_t>(code), 0, 0, dtype::float32, shape_t{});
+      try {
+        agree(*c, op, h);
+      } catch (const error&) {  // (the others' "ranks"; this rank reports its own error)
+      }
+    }
+    throw;
+  }
+}
+
 /// A fresh contiguous copy of a dense tensor (the buffer a collective writes into).
 inline tensor fresh_copy(const tensor& x) { return xfunc::detail::backend::materialized_copy(x, x.shape(), x.dtype()); }
 inline void* data_of(const tensor& t) {
@@ -119,12 +149,28 @@ struct kernel_scope {
   xfunc::detail::trace_scope no_trace{nullptr};
 };
 
-/// Whether t is differentiated by a grad or jvp layer now running (max and min refuse it).
+/// Whether a derivative reaches grad node n from an input of its layer (a leaf): values made
+/// inside the function from constants (factories) have nodes too, with no path to a leaf.
+inline bool reaches_leaf(const xfunc::detail::grad_node* n) {
+  std::vector<const xfunc::detail::grad_node*> todo{n};
+  std::unordered_set<const xfunc::detail::grad_node*> seen;
+  while (!todo.empty()) {
+    const xfunc::detail::grad_node* m = todo.back();
+    todo.pop_back();
+    if (!m || !seen.insert(m).second) continue;
+    if (m->is_leaf()) return true;
+    for (const auto& k : m->next) todo.push_back(k.get());
+  }
+  return false;
+}
+
+/// Whether a grad or jvp layer now running differentiates t (max and min refuse it).
 inline bool differentiated(const tensor& t) {
-  for (const xfunc::detail::tensor_impl* p = t.impl(); p && !p->is_dense(); p = p->inner.impl())
-    if (p->is_live_wrapper() &&
-        (p->owner->kind == xfunc::transform_kind::grad || p->owner->kind == xfunc::transform_kind::jvp))
-      return true;
+  for (const xfunc::detail::tensor_impl* p = t.impl(); p && !p->is_dense(); p = p->inner.impl()) {
+    if (!p->is_live_wrapper()) continue;
+    if (p->owner->kind == xfunc::transform_kind::grad && reaches_leaf(p->node.get())) return true;
+    if (p->owner->kind == xfunc::transform_kind::jvp && p->tangent.defined()) return true;
+  }
   return false;
 }
 [[noreturn]] inline void fail_not_differentiable(const char* op, reduce_op r) {
@@ -434,9 +480,11 @@ inline void check_root(int root, int size, const char* op) {
 template <int = 0>
 tensor all_reduce(const tensor& t, reduce_op op = reduce_op::sum, const communicator& comm = world()) {
   const char* name = detail::all_reduce_op::name;
-  if (detail::is_extreme(op) && detail::differentiated(t)) detail::fail_not_differentiable(name, op);
-  if (op == reduce_op::mean && !is_floating(t.dtype()))
-    xfunc::detail::fail(name, ": mean needs a floating tensor, got ", t.dtype(), "; convert it with .to(xf::f32) or use sum");
+  detail::check_arguments(t, comm, name, detail::collective_code::all_reduce, [&] {
+    if (detail::is_extreme(op) && detail::differentiated(t)) detail::fail_not_differentiable(name, op);
+    if (op == reduce_op::mean && !is_floating(t.dtype()))
+      xfunc::detail::fail(name, ": mean needs a floating tensor, got ", t.dtype(), "; convert it with .to(xf::f32) or use sum");
+  });
   comm.state(name);
   return detail::call<detail::all_reduce_op>({comm, op}, t);
 }
@@ -445,7 +493,10 @@ template <int = 0>
 tensor all_gather(const tensor& t, std::int64_t dim = 0, const communicator& comm = world()) {
   const char* name = detail::all_gather_op::name;
   comm.state(name);
-  return detail::call<detail::all_gather_op>({comm, detail::collective_dim(t, dim, name)}, t);
+  std::int64_t d = 0;
+  detail::check_arguments(t, comm, name, detail::collective_code::all_gather,
+                          [&] { d = detail::collective_dim(t, dim, name); });
+  return detail::call<detail::all_gather_op>({comm, d}, t);
 }
 /// Chunk `rank` along `dim` of the reduction of every rank's t; t.size(dim) must be divisible by
 /// the number of ranks.
@@ -453,25 +504,31 @@ template <int = 0>
 tensor reduce_scatter(const tensor& t, std::int64_t dim = 0, reduce_op op = reduce_op::sum,
                              const communicator& comm = world()) {
   const char* name = detail::reduce_scatter_op::name;
-  const std::int64_t d = detail::collective_dim(t, dim, name);
-  detail::check_divisible(t, d, comm.state(name).size, name);
-  if (detail::is_extreme(op) && detail::differentiated(t)) detail::fail_not_differentiable(name, op);
-  if (op == reduce_op::mean && !is_floating(t.dtype()))
-    xfunc::detail::fail(name, ": mean needs a floating tensor, got ", t.dtype(), "; convert it with .to(xf::f32) or use sum");
+  const int size = comm.state(name).size;
+  std::int64_t d = 0;
+  detail::check_arguments(t, comm, name, detail::collective_code::reduce_scatter, [&] {
+    d = detail::collective_dim(t, dim, name);
+    detail::check_divisible(t, d, size, name);
+    if (detail::is_extreme(op) && detail::differentiated(t)) detail::fail_not_differentiable(name, op);
+    if (op == reduce_op::mean && !is_floating(t.dtype()))
+      xfunc::detail::fail(name, ": mean needs a floating tensor, got ", t.dtype(), "; convert it with .to(xf::f32) or use sum");
+  });
   return detail::call<detail::reduce_scatter_op>({comm, d, op}, t);
 }
 /// The root's t on every rank (every rank passes a tensor of the root's shape and dtype).
 template <int = 0>
 tensor broadcast(const tensor& t, int root = 0, const communicator& comm = world()) {
   const char* name = detail::broadcast_op::name;
-  detail::check_root(root, comm.state(name).size, name);
+  const int size = comm.state(name).size;
+  detail::check_arguments(t, comm, name, detail::collective_code::broadcast, [&] { detail::check_root(root, size, name); });
   return detail::call<detail::broadcast_op>({comm, root}, t);
 }
 /// The sum of every rank's t on the root; zeros on the other ranks (broadcast's transpose).
 template <int = 0>
 tensor reduce(const tensor& t, int root = 0, const communicator& comm = world()) {
   const char* name = detail::reduce_to_root_op::name;
-  detail::check_root(root, comm.state(name).size, name);
+  const int size = comm.state(name).size;
+  detail::check_arguments(t, comm, name, detail::collective_code::reduce, [&] { detail::check_root(root, size, name); });
   return detail::call<detail::reduce_to_root_op>({comm, root}, t);
 }
 /// t cut into `size` chunks along split_dim, chunk j sent to rank j; the chunks received are
@@ -480,9 +537,13 @@ template <int = 0>
 tensor all_to_all(const tensor& t, std::int64_t split_dim, std::int64_t concat_dim,
                          const communicator& comm = world()) {
   const char* name = detail::all_to_all_op::name;
-  const std::int64_t s = detail::collective_dim(t, split_dim, name, "split_dim");
-  const std::int64_t c = detail::collective_dim(t, concat_dim, name, "concat_dim");
-  detail::check_divisible(t, s, comm.state(name).size, name);
+  const int size = comm.state(name).size;
+  std::int64_t s = 0, c = 0;
+  detail::check_arguments(t, comm, name, detail::collective_code::all_to_all, [&] {
+    s = detail::collective_dim(t, split_dim, name, "split_dim");
+    c = detail::collective_dim(t, concat_dim, name, "concat_dim");
+    detail::check_divisible(t, s, size, name);
+  });
   return detail::call<detail::all_to_all_op>({comm, s, c}, t);
 }
 /// Sends t from each source rank to its destination in `perm` ((source, destination) pairs, each
@@ -492,15 +553,17 @@ template <int = 0>
 tensor ppermute(const tensor& t, const std::vector<std::pair<int, int>>& perm, const communicator& comm = world()) {
   const char* name = detail::ppermute_op::name;
   const int size = comm.state(name).size;
-  std::vector<char> is_src(static_cast<std::size_t>(size)), is_dst(static_cast<std::size_t>(size));
-  for (const auto& [s, d] : perm) {
-    if (s < 0 || s >= size || d < 0 || d >= size)
-      xfunc::detail::fail(name, ": the pair (", s, ", ", d, ") names a rank outside [0, ", size, ")");
-    if (is_src[static_cast<std::size_t>(s)]++ || is_dst[static_cast<std::size_t>(d)]++)
-      xfunc::detail::fail(name, ": rank ", is_src[static_cast<std::size_t>(s)] > 1 ? s : d, " appears more than once as a ",
-                          is_src[static_cast<std::size_t>(s)] > 1 ? "source" : "destination",
-                          "; each rank may send at most once and receive at most once");
-  }
+  detail::check_arguments(t, comm, name, detail::collective_code::ppermute, [&] {
+    std::vector<char> is_src(static_cast<std::size_t>(size)), is_dst(static_cast<std::size_t>(size));
+    for (const auto& [s, d] : perm) {
+      if (s < 0 || s >= size || d < 0 || d >= size)
+        xfunc::detail::fail(name, ": the pair (", s, ", ", d, ") names a rank outside [0, ", size, ")");
+      if (is_src[static_cast<std::size_t>(s)]++ || is_dst[static_cast<std::size_t>(d)]++)
+        xfunc::detail::fail(name, ": rank ", is_src[static_cast<std::size_t>(s)] > 1 ? s : d,
+                            " appears more than once as a ", is_src[static_cast<std::size_t>(s)] > 1 ? "source" : "destination",
+                            "; each rank may send at most once and receive at most once");
+    }
+  });
   return detail::call<detail::ppermute_op>({comm, perm}, t);
 }
 

@@ -315,15 +315,17 @@ class communicator {
   /// The number of ranks in the group.
   int size() const { return state("xf::dist::communicator::size").size; }
   /// Splits the group: ranks with the same color form a new communicator, ordered by key (then by
-  /// rank). Every rank of this group must call it.
+  /// rank). Every rank of this group must call it. A rank with a negative color (MPI_UNDEFINED's
+  /// meaning) takes part but joins no group: it gets an empty communicator.
   communicator split(int color, int key) const {
     const auto& st = state("xf::dist::communicator::split");
-    if (color < 0) detail::fail("xf::dist::communicator::split: color must be >= 0, got ", color);
     auto s = std::make_shared<detail::comm_state>();
     {
       detail::in_collective guard("xf::dist::communicator::split");
-      detail::check_mpi(MPI_Comm_split(st.comm, color, key, &s->comm), "xf::dist::communicator::split");
+      detail::check_mpi(MPI_Comm_split(st.comm, color < 0 ? MPI_UNDEFINED : color, key, &s->comm),
+                        "xf::dist::communicator::split");
     }
+    if (color < 0) return communicator();
     s->owned = true;
     MPI_Comm_rank(s->comm, &s->rank);
     MPI_Comm_size(s->comm, &s->size);

@@ -119,6 +119,7 @@ struct context_access {
     return c.saved_forward_bdims_;
   }
   static void mark_non_differentiable(autograd::context& c, const tensor_impl* p) { c.non_differentiable_.push_back(p); }
+  static void mark_dirty(autograd::context& c, const tensor_impl* p) { c.dirty_.push_back(p); }
   static std::vector<bool>& needs_input_grad(autograd::context& c) { return c.needs_input_grad_; }
   static bool materialize(const autograd::context& c) { return c.materialize_grads_; }
   static bool& in_jvp(autograd::context& c) { return c.in_jvp_; }

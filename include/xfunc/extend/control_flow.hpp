@@ -11,12 +11,14 @@
 #include <vector>
 
 #include <xfunc/core/diagnostics.hpp>
+#include <xfunc/core/generator.hpp>
 #include <xfunc/core/pytree.hpp>
 #include <xfunc/core/tensor_io.hpp>
 #include <xfunc/dispatch/trace.hpp>
 #include <xfunc/extend/higher_order_op.hpp>
 #include <xfunc/fwd.hpp>
 #include <xfunc/ops/comparison.hpp>
+#include <xfunc/ops/inplace.hpp>
 #include <xfunc/ops/pointwise.hpp>
 #include <xfunc/ops/reduction.hpp>
 #include <xfunc/ops/view.hpp>
@@ -80,9 +82,11 @@ bool any_true(const tensor& bool_pred) {
   return sum(v.to(i64)).item<std::int64_t>() > 0;
 }
 
-/// Throws unless a and b have the same tensor leaves (count, shapes, dtypes).
+/// Throws unless a and b have the same tensor leaves (count, shapes, dtypes); `must` says what
+/// the user has to keep the same.
 template <class R>
-void check_same_outputs(const R& a, const R& b, const char* who, const char* what_a, const char* what_b) {
+void check_same_outputs(const R& a, const R& b, const char* who, const char* what_a, const char* what_b,
+                        const char* must = "both branches must return tensors of the same shapes and dtypes") {
   const std::vector<tensor> la = tree_leaves(a), lb = tree_leaves(b);
   if (la.size() != lb.size())
     fail(who, ": ", what_a, " returns ", la.size(), " tensors but ", what_b, " returns ", lb.size(),
@@ -90,8 +94,7 @@ void check_same_outputs(const R& a, const R& b, const char* who, const char* wha
   for (std::size_t i = 0; i < la.size(); ++i)
     if (!(la[i].shape() == lb[i].shape()) || la[i].dtype() != lb[i].dtype())
       fail(who, ": output ", i, " has shape ", la[i].shape(), " and dtype ", la[i].dtype(), " from ", what_a,
-           " but shape ", lb[i].shape(), " and dtype ", lb[i].dtype(), " from ", what_b,
-           "; both branches must return tensors of the same shapes and dtypes");
+           " but shape ", lb[i].shape(), " and dtype ", lb[i].dtype(), " from ", what_b, "; ", must);
 }
 
 /// Stacks a list of pytrees of the same structure leaf by leaf along a new dim 0.
@@ -150,11 +153,21 @@ template <class R, class... Ops>
 using cond_branch = std::function<R(const Ops&...)>;
 
 /// Runs the branch not taken on meta copies of the operands, with every layer hidden and
-/// tracing paused, so that only shapes are computed and nothing is recorded.
+/// tracing paused, so that only shapes are computed and nothing is recorded. It leaves xfunc's
+/// state as it was: in-place writes into captured tensors are checked but not done, and the
+/// random generator is put back where it was (the branch's own C++ side effects do happen).
 template <class R, class... Ops>
 R cond_on_meta(const cond_branch<R, Ops...>& branch, const Ops&... ops) {
   lower_guard hide_all(0);
   trace_scope no_trace(nullptr);
+  struct effects_off {
+    std::uint64_t offset = rng_offset();
+    bool was = std::exchange(tls_shape_only, true);
+    ~effects_off() {
+      tls_shape_only = was;
+      set_rng_offset(offset);
+    }
+  } off;
   try {
     return branch(tree_map(ops, [](const tensor& t) { return empty_dense(t.shape(), t.dtype(), meta); })...);
   } catch (const error& e) {
@@ -345,6 +358,10 @@ struct map_fn {
 
 // ---- scan --------------------------------------------------------------------------------
 
+// (scan and while_loop, as in JAX: a carry that changed shape or dtype would make the transforms'
+// rules, which run the steps batched or traced, disagree with the eager loop)
+inline constexpr const char* carry_must = "the carry must keep its shapes and dtypes from step to step";
+
 template <class C, class X, class Y>
 using scan_body = std::function<std::pair<C, Y>(const C&, const X&)>;
 
@@ -356,6 +373,7 @@ std::pair<C, Y> scan_run(const scan_body<C, X, Y>& fn, const C& init, const X& x
   ys.reserve(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
     auto [next, y] = fn(carry, slice_tree(xs, i));
+    check_same_outputs(init, next, "xf::scan", "the initial carry", "fn", carry_must);
     carry = std::move(next);
     ys.push_back(std::move(y));
   }
@@ -417,11 +435,13 @@ C while_run(const std::function<tensor(const C&)>& cond_f, const std::function<C
       if (tls_trace) tls_trace->record_guard(pv, more, "xf::while_loop");  // NOTE: [Tracing control flow]
       if (!more) return carry;
       carry = body(carry);
+      check_same_outputs(init, carry, "xf::while_loop", "the initial carry", "body_fn", carry_must);
       continue;
     }
     if (!any_true(p)) return carry;
     // Examples whose predicate is false are done: they keep their carry.
     C next = body(carry);
+    check_same_outputs(init, next, "xf::while_loop", "the initial carry", "body_fn", carry_must);
     carry = tree_map2(next, carry, [&](const tensor& n, const tensor& c) { return where(p, n, c); });
   }
 }
@@ -435,7 +455,7 @@ C while_traced(trace_state& tr, const std::function<tensor(const C&)>& cond_f, c
   tree_for_each(init, [&](const tensor& t) { carry.push_back(strip_dead(t)); });
   auto c = trace_subprogram<tensor>(tr, carry, [&] { return predicate(cond_f(init), "xf::while_loop"); });
   auto b = trace_subprogram<C>(tr, carry, [&] { return body(init); });
-  check_same_outputs(init, b.result, "xf::while_loop", "the carry", "body_fn");
+  check_same_outputs(init, b.result, "xf::while_loop", "the initial carry", "body_fn", carry_must);
   // the values the traced call returns: the loop run on the example values (on meta: the carry)
   C final = init;
   if (c.result.device() != meta) {

@@ -146,8 +146,13 @@ tensor_list dyn_forward_tangents(const dyn_call& c, autograd::context& ctx, std:
   const layer_ptr& G = guard.get();
   std::vector<std::shared_ptr<grad_node>> leaves(outs.size());
   tensor_list u(outs.size());
+  const bool materialize = context_access::materialize(ctx);
   for (std::size_t k = 0; k < outs.size(); ++k) {
-    if (!differentiable_output(&ctx, outs[k])) continue;
+    if (!differentiable_output(&ctx, outs[k])) {
+      // (as torch, backward gets zeros for the outputs with no derivative while grads materialize)
+      if (materialize && outs[k].defined()) u[k] = plain_zeros_like(outs[k]);
+      continue;
+    }
     leaves[k] = make_pooled<leaf_node>();
     u[k] = wrap_grad(plain_full(outs[k].shape(), 0.0, outs[k].dtype(), outs[k].device()), G, leaves[k]);
   }
@@ -181,9 +186,11 @@ struct dyn_node final : grad_node {
     if (single) gs[only] = g;
     else std::swap(gs, pending);
     if (!call->has_backward()) fail_no_formula(*call, "xf::grad");
+    // every output gets zeros while grads materialize, those with no derivative (marked
+    // non-differentiable, integer) too, as torch's autograd.Function does
     if (context_access::materialize(*ctx))
       for (std::size_t k = 0; k < gs.size(); ++k)
-        if (!gs[k].defined() && differentiable_output(ctx.get(), outs[k])) gs[k] = plain_zeros_like(outs[k]);
+        if (!gs[k].defined() && outs[k].defined()) gs[k] = plain_zeros_like(outs[k]);
     return call->backward(*ctx, gs);
   }
   bool has_pending() const override {
@@ -360,14 +367,17 @@ tensor batch_to_front(const tensor& t, const layer* T) {
 
 /// A call made batched by a generated vmap rule: its forward, backward and jvp are those of
 /// `base` run under a private vmap layer on the batched values (NOTE: [Runtime-rule calls]).
-/// Outputs have their batch dim in front. The batch dims of the tensors setup_context saved are
-/// kept in the context, one entry per such layer.
+/// Outputs have their batch dim in front, except an input that forward modified in place and
+/// returned (mark_dirty): that output is the input's own value, with the input's batch dim, so
+/// that the layers around it rebind the input as they do for in-place ops. The batch dims of the
+/// tensors setup_context saved are kept in the context, one entry per such layer.
 template <int D = 0>
 struct generated_vmap_call final : dyn_call {
   dyn_call_ptr base;
   std::vector<std::int64_t> bdims;  // per flat argument
   std::int64_t batch_size;
   xfunc::randomness rand;
+  mutable std::vector<std::int64_t> out_bdims;  // per output, set by forward (0, or an input's)
 
   generated_vmap_call(dyn_call_ptr b, std::span<const std::int64_t> d, std::int64_t B, xfunc::randomness r)
       : base(std::move(b)), bdims(d.begin(), d.end()), batch_size(B), rand(r) {}
@@ -386,20 +396,41 @@ struct generated_vmap_call final : dyn_call {
       w[i] = bdims[i] == no_bdim || !values[i].defined() ? values[i] : wrap_batched(values[i], bdims[i], T);
     return w;
   }
-  static tensor_list wrap_front(const tensor_list& ts, const layer_ptr& T) {
+  /// Outputs (or tensors laid out as they are: gradients) as values of layer T.
+  tensor_list wrap_outputs(const tensor_list& ts, const layer_ptr& T) const {
     tensor_list w(ts.size());
-    for (std::size_t k = 0; k < ts.size(); ++k) w[k] = ts[k].defined() ? wrap_batched(ts[k], 0, T) : ts[k];
+    for (std::size_t k = 0; k < ts.size(); ++k) {
+      const std::int64_t d = k < out_bdims.size() ? out_bdims[k] : 0;
+      w[k] = ts[k].defined() && d != no_bdim ? wrap_batched(ts[k], d, T) : ts[k];
+    }
     return w;
   }
-  static tensor_list to_front(const tensor_list& ts, const layer* T) {
+  /// Values of layer T (or unbatched) laid out as the outputs.
+  tensor_list to_outputs(const tensor_list& ts, const layer* T) const {
     tensor_list r(ts.size());
-    for (std::size_t k = 0; k < ts.size(); ++k) r[k] = batch_to_front(ts[k], T);
+    for (std::size_t k = 0; k < ts.size(); ++k) {
+      const std::int64_t d = k < out_bdims.size() ? out_bdims[k] : 0;
+      r[k] = d == no_bdim ? ts[k] : d == 0 ? batch_to_front(ts[k], T) : batch_to_front(ts[k], T).movedim(0, d);
+    }
     return r;
   }
 
   tensor_list forward(std::span<const tensor> values) const override {
     layer_guard guard(transform_kind::vmap, batch_size, rand);
-    return to_front(base->forward(wrap_args(values, guard.get())), guard.get().get());
+    const tensor_list args = wrap_args(values, guard.get());
+    tensor_list outs = base->forward(args);
+    out_bdims.assign(outs.size(), 0);
+    for (std::size_t k = 0; k < outs.size(); ++k) {
+      std::size_t i = 0;
+      while (i < args.size() && !(outs[k].defined() && args[i].defined() && outs[k].impl() == args[i].impl())) ++i;
+      if (i < args.size()) {  // an input modified in place: its own value
+        out_bdims[k] = bdims[i];
+        outs[k] = values[i];
+      } else {
+        outs[k] = batch_to_front(outs[k], guard.get().get());
+      }
+    }
+    return outs;
   }
 
   /// Replaces saved tensors (values of layer T) by their physical values, recording batch dims.
@@ -434,11 +465,16 @@ struct generated_vmap_call final : dyn_call {
   void setup(autograd::context& ctx, std::span<const tensor> values, const tensor_list& outs) const override {
     layer_guard guard(transform_kind::vmap, batch_size, rand);
     const layer_ptr& T = guard.get();
-    const tensor_list wouts = wrap_front(outs, T);
-    base->setup(ctx, wrap_args(values, T), wouts);
+    const tensor_list wouts = wrap_outputs(outs, T);
+    const tensor_list args = wrap_args(values, T);
+    base->setup(ctx, args, wouts);
+    // marks on the wrappers of this private layer go to the values the layers below know
     for (std::size_t k = 0; k < outs.size(); ++k)
       if (wouts[k].defined() && context_access::is_non_differentiable(ctx, wouts[k].impl()))
         context_access::mark_non_differentiable(ctx, outs[k].impl());
+    for (std::size_t i = 0; i < args.size(); ++i)
+      if (args[i].defined() && args[i].impl() != values[i].impl() && context_access::is_dirty(ctx, args[i].impl()))
+        context_access::mark_dirty(ctx, values[i].impl());
     unwrap_saved(context_access::saved(ctx), context_access::saved_bdims(ctx), T.get());
     unwrap_saved(context_access::saved_forward(ctx), context_access::saved_forward_bdims(ctx), T.get());
   }
@@ -447,7 +483,7 @@ struct generated_vmap_call final : dyn_call {
     layer_guard guard(transform_kind::vmap, batch_size, rand);
     const layer_ptr& T = guard.get();
     rewrapped_saved s(context_access::saved(ctx), context_access::saved_bdims(ctx), T);
-    tensor_list gin = base->backward(ctx, wrap_front(grads, T));
+    tensor_list gin = base->backward(ctx, wrap_outputs(grads, T));
     for (std::size_t i = 0; i < gin.size() && i < bdims.size(); ++i) {
       const tensor& g = gin[i];
       if (!g.defined()) continue;
@@ -466,7 +502,7 @@ struct generated_vmap_call final : dyn_call {
     // a tangent has its argument's physical layout; an unbatched argument's may still vary
     // per example (it comes from the layers below), so it is wrapped only where the value is
     tensor_list t = wrap_args(tangents, T);
-    return to_front(base->jvp(ctx, t), T.get());
+    return to_outputs(base->jvp(ctx, t), T.get());
   }
 };
 
@@ -550,7 +586,15 @@ tensor_list dyn_vmap_rule(const layer_ptr& L, const dyn_call_ptr& c, std::span<c
     }
     case dyn_call::batching::generated:
       outs = dispatch_dyn(std::make_shared<generated_vmap_call<D>>(c, bdims, L->batch_size, L->rand), values);
-      break;
+      for (auto& o : outs) {
+        if (!o.defined()) continue;
+        std::size_t i = 0;
+        while (i < n && !(values[i].defined() && o.impl() == values[i].impl())) ++i;
+        // an input modified in place comes back as its own value (the layers below rebound it):
+        // the result is the input itself, as for in-place ops; the others have the batch in front
+        o = i < n ? in[i] : wrap_batched(std::move(o), 0, L);
+      }
+      return outs;
     case dyn_call::batching::loop:
       outs = dyn_batch_loop(c, values, bdims, L->batch_size);
       break;

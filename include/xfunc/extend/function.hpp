@@ -65,6 +65,13 @@ std::vector<std::int64_t> flatten_out_dims(const D& d) {
   else return {d ? std::int64_t{*d} : no_bdim};
 }
 
+/// Whether D asks for a generated vmap rule (`static constexpr bool generate_vmap_rule = true`).
+template <class D>
+constexpr bool generates_vmap_rule() {
+  if constexpr (requires { D::generate_vmap_rule; }) return static_cast<bool>(D::generate_vmap_rule);
+  else return false;
+}
+
 /// Positions of the tensor parameters among Args.
 template <class... Args>
 constexpr auto tensor_positions() {
@@ -102,9 +109,7 @@ struct function_call final : dyn_call {
   bool has_jvp() const override { return requires { &Derived::jvp; }; }
   batching batch_kind() const override {
     if constexpr (requires { &Derived::vmap; }) return batching::rule;
-    else if constexpr (requires { Derived::generate_vmap_rule; })
-      return Derived::generate_vmap_rule ? batching::generated : batching::none;
-    else return batching::none;
+    else return generates_vmap_rule<Derived>() ? batching::generated : batching::none;
   }
 
   /// The arguments with the tensors replaced by `in` (in flat order).
@@ -184,7 +189,7 @@ template <class Derived, class... Args>
 constexpr bool function_checks() {
   static_assert(requires { &Derived::setup_context; }, XFUNC_MSG_FUNCTION_SETUP_CONTEXT);
   constexpr bool manual = requires { &Derived::vmap; };
-  constexpr bool generated = requires { Derived::generate_vmap_rule; };
+  constexpr bool generated = generates_vmap_rule<Derived>();  // (= false beside a vmap rule is allowed, as in torch)
   static_assert(!(manual && generated), XFUNC_MSG_FUNCTION_VMAP_BOTH);
   using Out = std::remove_cvref_t<decltype(Derived::forward(std::declval<const Args&>()...))>;
   static_assert(valid_function_output<Out>(), XFUNC_MSG_FUNCTION_OUTPUT);

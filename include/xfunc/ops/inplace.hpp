@@ -15,9 +15,21 @@
 namespace xfunc {
 namespace detail {
 
+/// Set while xf::cond checks the branch it does not take on meta tensors (cond_on_meta in
+/// extend/control_flow.hpp): in-place writes into tensors with data are then checked for their
+/// shapes and dtypes but not done, so that the check leaves the caller's tensors as they were.
+inline thread_local bool tls_shape_only = false;
+
 /// The out-of-place computation of an in-place op: self and the other tensor arguments in,
 /// the new value of self out.
 using inplace_fn = std::function<tensor(const tensor& self, std::span<const tensor> others)>;
+
+/// Whether an in-place op may store a result of dtype `r` into a tensor of dtype `d` (torch's
+/// canCast: never a floating value into an integer or boolean tensor, nor an integer into a
+/// boolean one; copy_ converts its source first, as torch's does).
+inline bool can_store_in_place(dtype r, dtype d) {
+  return !(is_floating(r) && !is_floating(d)) && !(d == dtype::boolean && r != dtype::boolean);
+}
 
 /// Writes r (broadcastable to self's shape) through self's strides, converting the dtype.
 template <int = 0>
@@ -25,7 +37,7 @@ void write_through(const tensor& self, const tensor& r, const char* name) {
   const tensor_impl& d = *self.impl();
   if (!(broadcast_shapes(d.shape, r.shape(), name) == d.shape))
     fail(name, ": the result has shape ", r.shape(), " which does not fit the destination's shape ", d.shape);
-  if (is_floating(r.dtype()) && !is_floating(d.dt))
+  if (!can_store_in_place(r.dtype(), d.dt))
     fail(name, ": a ", r.dtype(), " result cannot be written into a ", d.dt, " tensor in place; convert first");
   for (std::size_t i = 0; i < d.shape.size(); ++i)
     if (d.strides[i] == 0 && d.shape[i] > 1)
@@ -59,7 +71,7 @@ template <int = 0>
 tensor fit_result(const tensor& s, tensor r, const char* name) {
   if (!(broadcast_shapes(s.shape(), r.shape(), name) == s.shape()))
     fail(name, ": the result has shape ", r.shape(), " which does not fit the destination's shape ", s.shape());
-  if (is_floating(r.dtype()) && !is_floating(s.dtype()))
+  if (!can_store_in_place(r.dtype(), s.dtype()))
     fail(name, ": a ", r.dtype(), " result cannot be written into a ", s.dtype(), " tensor in place; convert first");
   // (a traced shape-only value is written by the replay: see apply_inplace)
   if (r.device() == meta && s.device() != meta && !tls_trace)
@@ -117,6 +129,11 @@ tensor& apply_inplace(tensor& self, std::vector<tensor> others, const char* name
   for (const auto& o : others)
     if (const shape_t r = broadcast_shapes(s.shape(), o.shape(), name); !(r == s.shape()))
       fail(name, ": the result has shape ", r, " which does not fit the destination's shape ", s.shape());
+  if (tls_shape_only && s.device() != meta) {  // only the shapes and dtypes, on a stand-in
+    const tensor stand_in = empty_dense(s.shape(), s.dtype(), meta);
+    write_through(stand_in, compute(stand_in, others), name);
+    return self;
+  }
   check_not_captured(s, name);
   std::vector<tensor> all{s};
   all.insert(all.end(), others.begin(), others.end());
@@ -196,8 +213,9 @@ tensor& tensor::div_(double v) {
 }
 template <int D>
 tensor& tensor::copy_(const tensor& src) {
+  // copy_ converts any dtype into the destination's, as torch's (a floating value into an
+  // integer tensor is truncated; NaN and out-of-range values become INT64_MIN)
   return detail::apply_inplace(*this, {src}, "xf::copy_", [](const tensor& s, std::span<const tensor> x) {
-    if (is_floating(x[0].dtype()) && !is_floating(s.dtype())) return x[0];  // reported by the write
     return x[0].dtype() == s.dtype() ? x[0] : x[0].to(s.dtype());
   });
 }

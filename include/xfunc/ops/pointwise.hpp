@@ -356,10 +356,13 @@ struct pow_op_t : pointwise_binary<pow_op> {
   using types = backend::floating_types;
   static constexpr auto compute_dtype = floating_dtype;
   static constexpr auto fn = [](const auto& a, const auto& b) { return element::pow(a, b); };
+  // As torch: d/da = b a^(b-1), taken as 0 where b == 0 (0^0 included); d/db = a^b log a, taken
+  // as 0 where a == 0 and b >= 0, NaN for a negative base (log a). The log reads 1 where masked,
+  // so that its derivative stays finite there for higher orders.
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor& y) {
-    // d/db a^b = a^b log a, taken as 0 where a <= 0 (as torch does for a == 0)
-    tensor pos = a > 0.0;
-    return {b * pow(a, b - 1.0), where(pos, y * log(where(pos, a, plain_ones_like(a))), plain_zeros_like(y))};
+    const tensor zero_base = logical_and(a == 0.0, b >= 0.0);
+    return {where(b == 0.0, plain_zeros_like(y), b * pow(a, b - 1.0)),
+            where(zero_base, plain_zeros_like(y), y * log(where(zero_base, plain_ones_like(a), a)))};
   }
 };
 template <class = void>
@@ -451,10 +454,11 @@ struct clamp_op_t {
     double lo, hi;
   };
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
-    const dtype c = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-    // a NaN bound makes every element NaN, as in torch (only floating tensors get here with one)
+    // the bounds are doubles: an integer or boolean tensor becomes float32 (API.md section 2, torch)
+    const dtype c = promote_with_double(in[0].dtype());
+    // a NaN bound makes every element NaN, as in torch
     const bool nan_bound = std::isnan(a.lo) || std::isnan(a.hi);
-    return backend::unary<backend::numeric_types>(in[0], c, c, [a, nan_bound](const auto& x) {  // NaN stays NaN
+    return backend::unary<backend::floating_types>(in[0], c, c, [a, nan_bound](const auto& x) {  // NaN stays NaN
       const auto lo = element::lit(x, a.lo), hi = element::lit(x, a.hi);
       return nan_bound ? element::lit(x, a.lo + a.hi) : element::select(x < lo, lo, element::select(hi < x, hi, x));
     });
@@ -593,18 +597,11 @@ tensor where(const tensor& cond, const tensor& a, const tensor& b) {
   return detail::call<detail::where_op>({}, cond, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
 }
 /// Each element of t limited to [lo, hi] (lo must not exceed hi; the gradient is zero where
-/// an element was clamped).
+/// an element was clamped). An integer or boolean t gives float32, as any op of it with a double.
 template <int D>
 tensor clamp(const tensor& t, double lo, double hi) {
   if (lo > hi) detail::fail("xf::clamp: lo (", lo, ") must not exceed hi (", hi, ")");
   detail::require_defined(t, "xf::clamp");
-  if (!is_floating(t.dtype())) {  // the bounds become int64 values: NaN has none, the rest saturate
-    if (std::isnan(lo) || std::isnan(hi))
-      detail::fail("xf::clamp: a NaN bound for a ", t.dtype(), " tensor, which cannot hold NaN; convert the tensor "
-                   "with .to(xf::f32) first");
-    lo = std::clamp(lo, -9223372036854775808.0, 9223372036854774784.0);  // (the largest double below 2^63)
-    hi = std::clamp(hi, -9223372036854775808.0, 9223372036854774784.0);
-  }
   return detail::call<detail::clamp_op>({lo, hi}, t);
 }
 

@@ -832,6 +832,7 @@ std::vector<tensor> split(const tensor& t, std::int64_t size, std::int64_t dim) 
   if (t.dim() == 0) detail::fail("xf::split: a 0-d tensor has no dimension to split; unsqueeze it first");
   const std::int64_t d = detail::wrap_dim(dim, t.dim(), "dim", "xf::split");
   const std::int64_t n = t.size(d);
+  if (n == 0) return {t.narrow(d, 0, 0)};  // one empty chunk, as torch
   std::vector<tensor> out;
   for (std::int64_t s = 0; s < n; s += std::min(size, n - s))  // (s + size could overflow)
     out.push_back(t.narrow(d, s, std::min(size, n - s)));

@@ -29,15 +29,17 @@ inline void fd_set(const tensor& t, std::int64_t j, double v) {
   });
 }
 
-/// Whether a and b agree elementwise; on mismatch writes a report to `why`.
+/// Whether a and b agree elementwise; on mismatch writes a report to `why`. A NaN on either side
+/// is a mismatch (as torch's gradcheck: a derivative that is NaN is not checked).
 template <int D = 0>
 bool fd_close(const tensor& a, const tensor& b, const fd_tolerances& tol, const std::string& what, std::string& why) {
   tensor x = a.to(f64).contiguous(), y = b.to(f64).contiguous();
   for (std::int64_t i = 0; i < x.numel(); ++i) {
     const double p = fd_get(x, i), q = fd_get(y, i);
-    if (std::abs(p - q) > tol.atol + tol.rtol * std::abs(q) || std::isnan(p) != std::isnan(q)) {
+    if (!(p == q || std::abs(p - q) <= tol.atol + tol.rtol * std::abs(q))) {
       std::ostringstream os;
       os << what << ": entry " << i << " is " << p << " but finite differences give " << q;
+      if (std::isnan(p) || std::isnan(q)) os << " (NaN: check the function at points where it is defined)";
       why = os.str();
       return false;
     }
