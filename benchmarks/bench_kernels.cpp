@@ -78,6 +78,7 @@ struct data_set {
   std::vector<float> pe_b = random_floats(256 * 784, 14);  // [256,1,784]: an MLP's weight gradients under vmap
   std::vector<float> wg_dy = random_floats(8192 * 128, 15);  // a linear layer's weight gradient over a batch
   std::vector<float> wg_x = random_floats(8192 * 784, 16);   // of 8192: dy [8192,128]^T x [8192,784]
+  std::vector<float> lin_x = random_floats(32 * 4096, 17);   // a 4096 -> 4096 layer at batch 32: x W
   std::vector<std::int64_t> rows = random_indices(S, S, 9);        // index_select: 2048 rows of 2048
   std::vector<std::int64_t> cols = random_indices(S * S, S, 10);   // gather / scatter_add along dim 1
   std::vector<std::int64_t> targets2k = random_indices(S, S, 11);
@@ -94,7 +95,7 @@ const data_set& data() {
 }
 
 struct xf_inputs {
-  xf::tensor x, sq, sq2, big, mat, mat2, batch, batch2, pe_a, pe_b, wg_dy, wg_x, rows, cols, targets2k, targets4k, mask, zeros_sq;
+  xf::tensor x, sq, sq2, big, mat, mat2, batch, batch2, pe_a, pe_b, wg_dy, wg_x, lin_x, rows, cols, targets2k, targets4k, mask, zeros_sq;
   xf_inputs() {
     const data_set& d = data();
     x = to_xf(d.x, {N});
@@ -109,6 +110,7 @@ struct xf_inputs {
     pe_b = to_xf(d.pe_b, {256, 1, 784});
     wg_dy = to_xf(d.wg_dy, {8192, 128});
     wg_x = to_xf(d.wg_x, {8192, 784});
+    lin_x = to_xf(d.lin_x, {32, 4096});
     rows = to_xf(d.rows, {S});
     cols = to_xf(d.cols, {S, S});
     targets2k = to_xf(d.targets2k, {S});
@@ -303,7 +305,7 @@ void add_op(const op_spec& s) {
 
 #if defined(XFUNC_BENCH_TORCH)
 struct torch_inputs {
-  torch::Tensor x, sq, sq2, big, mat, mat2, batch, batch2, pe_a, pe_b, wg_dy, wg_x, rows, cols, targets2k, targets4k, mask, zeros_sq;
+  torch::Tensor x, sq, sq2, big, mat, mat2, batch, batch2, pe_a, pe_b, wg_dy, wg_x, lin_x, rows, cols, targets2k, targets4k, mask, zeros_sq;
   torch_inputs() {
     const data_set& d = data();
     auto f32 = [](const std::vector<float>& v, std::vector<std::int64_t> shape) {
@@ -324,6 +326,7 @@ struct torch_inputs {
     pe_b = f32(d.pe_b, {256, 1, 784});
     wg_dy = f32(d.wg_dy, {8192, 128});
     wg_x = f32(d.wg_x, {8192, 784});
+    lin_x = f32(d.lin_x, {32, 4096});
     rows = i64(d.rows, {S});
     cols = i64(d.cols, {S, S});
     targets2k = i64(d.targets2k, {S});
@@ -425,6 +428,13 @@ int main(int argc, char** argv) {
                   data().mat2.data(), 1024, 0.f, o, 1024);
     });
   });
+  reg("blas/mm [32,4096] x [4096,4096]", [](benchmark::State& st) {
+    openblas_set_num_threads(1);
+    run_loop(st, 32 * 4096, [](float* o) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 32, 4096, 4096, 1.f, data().lin_x.data(), 4096,
+                  data().big.data(), 4096, 0.f, o, 4096);
+    });
+  });
   reg("blas/bmm 64x128^3 loop", [](benchmark::State& st) {
     openblas_set_num_threads(1);
     run_loop(st, 64 * 128 * 128, [](float* o) {
@@ -510,6 +520,9 @@ int main(int argc, char** argv) {
           TORCH_OP(torch::mm(t.mat, t.mat2.t())), "blas/mm 1024", 1.05, 1.05, "vs cblas_sgemm (no transpose)"});
   add_op({"mm [8192,128]^T x [8192,784]", [](const I& in) { return xf::mm(in.wg_dy.t(), in.wg_x); }
           TORCH_OP(torch::mm(t.wg_dy.t(), t.wg_x)), "", 0, 1.05, "a weight gradient: small result, long sum"});
+  add_op({"mm [32,4096] x [4096,4096]", [](const I& in) { return xf::mm(in.lin_x, in.big); }
+          TORCH_OP(torch::mm(t.lin_x, t.big)), "blas/mm [32,4096] x [4096,4096]", 1.15, 1.15,
+          "a layer at batch 32: computed transposed, vs one cblas_sgemm"});
   add_op({"bmm 64x128^3", [](const I& in) { return xf::bmm(in.batch, in.batch2); }
           TORCH_OP(torch::bmm(t.batch, t.batch2)), "blas/bmm 64x128^3 loop", 0, 1.1, "vs a loop of cblas_sgemm"});
   add_op({"vmap(matmul) 64x128^3",

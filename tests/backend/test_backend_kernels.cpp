@@ -829,33 +829,38 @@ TEST_CASE("matmul through BLAS: transposed operands, bmm and vmap, the same at e
   CHECK(xf::allclose(bt, bm, 1e-4, 1e-4));
 }
 
-TEST_CASE("large products cut into about one tile per thread give the same bits at every thread count",
+TEST_CASE("large products cut into about one band of rows per thread give the same bits at every thread count",
           "[backend][linalg]") {
-  // NOTE: [Batched GEMM threads]: one thread makes one GEMM call; more cut the result's columns
-  // (at multiples of 64), or its rows when it is too narrow (at 288, a multiple of 96 but not of
-  // the 192 a tile is at least); k = 1000 spans several of BLAS's k blocks.
-  using xf::detail::backend::make_gemm_grid;
-  const auto g1 = make_gemm_grid(1, 520, 1060, 1000, 1), g2 = make_gemm_grid(1, 520, 1060, 1000, 2);
-  const auto g3 = make_gemm_grid(1, 520, 1060, 1000, 3);
-  CHECK((g1.row_tiles == 1 && g1.col_tiles == 1));
-  CHECK((g2.row_tiles == 1 && g2.col_tiles == 2 && g2.col_start(1) == 576 && g2.col_start(2) == 1060));
-  CHECK((g3.row_tiles == 1 && g3.col_tiles == 3 && g3.col_start(1) == 384 && g3.col_start(2) == 768));
-  CHECK(make_gemm_grid(4, 520, 1060, 1000, 3).col_tiles == 1);  // the batch gives the threads work
-  const auto little = make_gemm_grid(1, 520, 1060, 4, 8);  // too little work to cut
-  CHECK((little.row_tiles == 1 && little.col_tiles == 1));
-  const auto g16 = make_gemm_grid(1, 400, 2000, 1000, 16);  // no tile below 192 x 256 less the alignment
-  CHECK((g16.row_tiles == 2 && g16.col_tiles == 7));
-  const auto wg = make_gemm_grid(1, 128, 784, 8192, 2);  // a weight gradient: too few rows to cut, columns cut
-  CHECK((wg.row_tiles == 1 && wg.col_tiles == 2 && wg.col_start(1) == 448));
-  const auto g2r = make_gemm_grid(1, 520, 400, 1000, 2);  // too narrow to cut: rows cut
-  CHECK((g2r.row_tiles == 2 && g2r.col_tiles == 1 && g2r.row_start(1) == 288));
-  // columns cut at 2 and 3 threads; rows cut; a weight gradient's shape, columns cut at 448
-  const std::int64_t shapes[3][2] = {{520, 1060}, {520, 400}, {128, 784}};
+  // NOTE: [Batched GEMM threads]: one thread makes one GEMM call; more cut the result's rows at
+  // multiples of 12 (never its columns), or the rows of its transpose when it is too short
+  using xf::detail::backend::make_gemm_bands;
+  using xf::detail::backend::gemm_transposes;
+  const auto g1 = make_gemm_bands(1, 520, 1060, 1000, 1), g2 = make_gemm_bands(1, 520, 1060, 1000, 2);
+  const auto g3 = make_gemm_bands(1, 520, 1060, 1000, 3);
+  CHECK(g1.bands == 1);
+  CHECK((g2.bands == 2 && g2.start(1) == 264 && g2.start(2) == 520));
+  CHECK((g3.bands == 3 && g3.start(1) == 192 && g3.start(2) == 360 && g3.start(3) == 520));
+  CHECK(make_gemm_bands(4, 520, 1060, 1000, 3).bands == 1);  // the batch gives the threads work
+  CHECK(make_gemm_bands(1, 520, 1060, 4, 8).bands == 1);     // too little work to cut
+  CHECK(make_gemm_bands(1, 200, 2000, 1000, 16).bands == 4);  // no band below 48 rows
+  const auto wg = make_gemm_bands(1, 128, 784, 8192, 2);      // a weight gradient's shape
+  CHECK((wg.bands == 2 && wg.start(1) == 72));
+  // too short for two bands, tall enough when transposed, work enough: c^T = b^T a^T
+  CHECK(gemm_transposes(32, 4096, 4096));
+  CHECK(!gemm_transposes(96, 4096, 4096));  // two bands of 48
+  CHECK(!gemm_transposes(32, 90, 4096));    // neither way
+  CHECK(!gemm_transposes(32, 4096, 1));     // an outer product (NOTE: [Outer products])
+  CHECK(!gemm_transposes(16, 64, 64));      // too little work
+  // rows cut at 2 and 3 threads; a weight gradient's shape; short results computed transposed
+  const std::int64_t shapes[5][2] = {{520, 1060}, {520, 400}, {128, 784}, {40, 1060}, {13, 900}};
   for (xf::dtype dt : {xf::f32, xf::f64})
     for (const auto& nm : shapes) {
       INFO(dt << ", [" << nm[0] << ", 1000] x [1000, " << nm[1] << "]");
+      CHECK(gemm_transposes(nm[0], nm[1], 1000) == (nm[0] < 96));
       const xf::tensor a = xf::randn({nm[0], 1000}, dt), b = xf::randn({1000, nm[1]}, dt);
       const xf::tensor ref = xf::mm(a, b);
+      for (std::int64_t i : {std::int64_t(0), nm[0] / 2, nm[0] - 1})  // rows by another kernel
+        CHECK(xf::allclose(ref.select(0, i), xf::sum(a.select(0, i).unsqueeze(1) * b, {0}), 1e-3, 1e-3));
       const xf::tensor at = a.t().contiguous().t(), bt = b.t().contiguous().t();
       for (int form = 0; form < 4; ++form) {
         INFO("transposed operands: " << form);
@@ -866,6 +871,12 @@ TEST_CASE("large products cut into about one tile per thread give the same bits 
   const xf::tensor x = xf::randn({2, 300, 800}), y = xf::randn({2, 800, 600});
   const xf::tensor bm = same_at_every_thread_count([&] { return xf::bmm(x, y); });
   CHECK(xf::allclose(bm.select(0, 1), xf::mm(x.select(0, 1), y.select(0, 1)), 1e-3, 1e-3));
+  // a batch of short products, each computed transposed, split by batch item
+  const xf::tensor xs = xf::randn({3, 20, 500}), ys = xf::randn({3, 500, 900});
+  const xf::tensor bs = same_at_every_thread_count([&] { return xf::bmm(xs, ys); });
+  for (std::int64_t p = 0; p < 3; ++p)
+    CHECK(xf::allclose(bs.select(0, p).select(0, 7), xf::sum(xs.select(0, p).select(0, 7).unsqueeze(1) * ys.select(0, p), {0}),
+                       1e-3, 1e-3));
 }
 
 TEST_CASE("matmul with k == 1 (outer products): streaming stores, strided operands, every thread count",

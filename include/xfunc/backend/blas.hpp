@@ -54,64 +54,68 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
 // (set before the GEMMs when it is not: cheap to ask). A batch of small products (at most
 // bmm_split_batch_max multiply-adds each) is split over the pool by batch item, each item a
 // one-thread GEMM (BLAS's own threads would wake and synchronise once per item). A larger product
-// is cut into a grid of tiles of its result, about one per thread (make_gemm_grid), each a
+// is cut into bands of rows of its result, about one per thread (make_gemm_bands), each a
 // one-thread GEMM over the whole sum. Why the bits do not depend on the thread count (NOTE:
 // [Threads]): a one-thread GEMM of the Goto kind (OpenBLAS; BLIS by the same design) cuts the sum
-// over k into blocks that depend on k alone, adds each block's partial sums into c in order, and
-// computes each element in a register tile of its micro-kernel, whose arithmetic can depend on
-// the element's place in that tile. So c[i, j] is the same whichever call computes it as long as
-// every call starts on a multiple of the register tile: tiles start at multiples of
-// gemm_tile_align_rows and gemm_tile_align_cols, which cover the register tiles of OpenBLAS's x86
-// kernels (Debian's OpenBLAS 0.3.21 on AMD Zen 4, cutting 400 x 500 products at every offset
-// up to 200: f32 at any offset but pieces of 1-3 rows or 1-5 columns, which take another kernel
-// path, hence the tiles' minimum size; f64 only rows in 12s and columns in 8s).
+// over k into blocks that depend on k alone and adds each block's partial sums into c in order;
+// a row-major result's rows are the columns of BLAS's column-major one, which its driver walks
+// in panels whose arithmetic depends on the element's place in the micro-kernel's register tile
+// alone. So c[i, j] is the same whichever call computes it as long as every band starts on a
+// multiple of that tile: bands start at multiples of gemm_band_align (24), which covers
+// OpenBLAS's x86 kernels (Debian's OpenBLAS 0.3.21 cutting 400 x 500, 128 x 784 and 130 x 70
+// products at every row: Haswell kernels f32 in 12s, f64 in 2s; SkylakeX f32 anywhere but pieces
+// of 1-3 rows, f64 in 12s; a cut at 156 rows broke the Nehalem kernels' bits, 24s keep them).
+// test_backend_kernels passes with OPENBLAS_CORETYPE set to Haswell, SkylakeX, CooperLake, Zen,
+// Sandybridge, Nehalem, Core2 and Prescott.
+// Columns are never cut: the other dimension is blocked by the driver from the call's own size
+// and its kernels compute an element differently near a block's edge. On an AMD Zen 5 VM (which
+// OpenBLAS 0.3.21 runs with its Haswell kernels) cutting 400 x 500 f32 at any column but 256 (the
+// driver's own block) changed the bits of the 16 columns around the cut; the SkylakeX kernels
+// of a Zen 4 VM had kept them, and the columns were cut until 2026-12-04.
+// A result too short to cut into two bands (fewer than 2 * gemm_min_band_rows rows) but tall
+// enough when transposed is computed as c^T = b^T a^T, in bands of c^T's rows, and transposed
+// into place (gemm_transposes): a linear layer's forward and input gradient at small batch.
+// Whether a product is transposed depends on its shape alone, never on the thread count.
+// OpenBLAS on the Zen 5 VM, f32 [n, 4096] x [4096, 4096] on one thread: n = 32 13.4 ms, its
+// transpose 14.2 ms (+ 0.5 ms to transpose c); n = 64 23.1 and 24.2 ms; halves of n = 64: 32
+// rows 13.5 ms, 2048 rows of the transpose 12.0 ms, hence bands of at least 48 rows.
 // test_backend_kernels checks the claim at 1, 2 and 3 threads, every transpose, f32 and f64, sums
 // of several k blocks: a BLAS that broke it (one with other kernels for smaller calls, say) fails
 // there.
 // OpenBLAS's own threads do not keep it: on AMD Zen 4 its multithreaded SGEMM of a transposed
 // operand differed in the last bits from its one-thread one (2026-12-02).
-// Why one tile per thread, not a fixed tile size (the same calls at every thread count, as
-// until 2026-12-03): each tile packs its own panels of a and b, and small tiles pack them many
-// times. 1024^3 f32 on one thread (OpenBLAS, this VM): one call 22.4 ms, tiles of 128 x 512
-// 26.8-27.7 ms; 2048^3 165 ms against 201-220 ms. Tiles are at least gemm_min_tile_rows x
-// gemm_min_tile_cols (less the alignment) and gemm_min_tile_madds, and the grid cuts the
-// side whose re-packing costs least. The minimum width is what lets a linear layer's weight
-// gradient, [128, 784] summed over a batch, use two threads: [8192, 128]^T x [8192, 784] in two
-// tiles of 448 and 336 columns costs 4% more on one thread than one call, and takes 0.55-0.6x its
-// time on two (OpenBLAS, this VM; with a minimum of 512 columns it ran on one thread, at 1.7x
-// libtorch's time on two).
+// Why one band per thread, not a fixed size (the same calls at every thread count, as until
+// 2026-12-03): each band packs its own panel of b, and small pieces pack it many times. 1024^3
+// f32 on one thread (OpenBLAS, Zen 4 VM): one call 22.4 ms, tiles of 128 x 512 26.8-27.7 ms;
+// 2048^3 165 ms against 201-220 ms. Bands are at least gemm_min_band_rows rows and
+// gemm_min_tile_madds multiply-adds: a band re-packs b's k x m panel, 1 / rows of its own work.
 inline constexpr double bmm_split_batch_max = double(1 << 24);
-inline constexpr std::int64_t gemm_min_tile_rows = 192, gemm_min_tile_cols = 256;
-inline constexpr std::int64_t gemm_tile_align_rows = 96, gemm_tile_align_cols = 64;
+inline constexpr std::int64_t gemm_min_band_rows = 48, gemm_band_align = 24;
 inline constexpr double gemm_min_tile_madds = double(1 << 22);
 
-/// The grid of tiles of a batch of P [n, m] results of depth k on `threads` threads: about one
-/// tile per thread, each at least gemm_min_tile_madds multiply-adds and, when cut, of at least
-/// gemm_min_tile_rows x gemm_min_tile_cols less the alignment; tile bounds are even shares of the
-/// result rounded up to the alignments. Cutting rows into r bands re-packs b's k x m panel r
-/// times, cutting columns into c bands re-packs a's n x k panel c times: the grid minimises
-/// r * m + c * n among those with enough tiles.
-struct gemm_grid {
-  std::int64_t n, m, row_tiles, col_tiles;
-  static std::int64_t bound(std::int64_t size, std::int64_t i, std::int64_t tiles, std::int64_t align) {
-    return std::min(size, (size * i / tiles + align - 1) / align * align);
+/// The bands of rows of a batch of P [n, m] results of depth k on `threads` threads: about one
+/// band per thread, each at least gemm_min_tile_madds multiply-adds and, when cut, of at least
+/// gemm_min_band_rows rows less the alignment; band bounds are even shares of the rows rounded
+/// up to multiples of gemm_band_align.
+struct gemm_bands {
+  std::int64_t n, bands;
+  std::int64_t start(std::int64_t i) const {
+    return std::min(n, (n * i / bands + gemm_band_align - 1) / gemm_band_align * gemm_band_align);
   }
-  std::int64_t row_start(std::int64_t i) const { return bound(n, i, row_tiles, gemm_tile_align_rows); }
-  std::int64_t col_start(std::int64_t j) const { return bound(m, j, col_tiles, gemm_tile_align_cols); }
 };
-inline gemm_grid make_gemm_grid(std::int64_t P, std::int64_t n, std::int64_t m, std::int64_t k, int threads) {
+inline gemm_bands make_gemm_bands(std::int64_t P, std::int64_t n, std::int64_t m, std::int64_t k, int threads) {
   const double madds = double(n) * double(m) * double(k);
   const std::int64_t want = std::max<std::int64_t>(
       1, std::min<std::int64_t>((threads + P - 1) / P, static_cast<std::int64_t>(madds / gemm_min_tile_madds)));
-  const std::int64_t max_r = std::max<std::int64_t>(1, n / gemm_min_tile_rows);
-  const std::int64_t max_c = std::max<std::int64_t>(1, m / gemm_min_tile_cols);
-  std::int64_t best_r = 1, best_c = 1;
-  for (std::int64_t r = 1; r <= std::min(want, max_r); ++r) {
-    const std::int64_t c = std::min(max_c, (want + r - 1) / r);
-    const std::int64_t tiles = std::min(want, r * c), best_tiles = std::min(want, best_r * best_c);
-    if (tiles > best_tiles || (tiles == best_tiles && r * m + c * n < best_r * m + best_c * n)) best_r = r, best_c = c;
-  }
-  return {n, m, best_r, best_c};
+  return {n, std::min(want, std::max<std::int64_t>(1, n / gemm_min_band_rows))};
+}
+
+/// Whether the [n, m] products of depth k are computed transposed, as c^T = b^T a^T (NOTE:
+/// [Batched GEMM threads]): too few rows for two bands, enough columns, and work for two; the
+/// shape alone decides.
+inline bool gemm_transposes(std::int64_t n, std::int64_t m, std::int64_t k) {
+  return k > 1 && n < 2 * gemm_min_band_rows && m >= 2 * gemm_min_band_rows &&
+         double(n) * double(m) * double(k) >= 2 * gemm_min_tile_madds;
 }
 
 /// Sets OpenBLAS's thread count to n if it is not n already.
@@ -221,22 +225,30 @@ tensor batched_matmul(const tensor& a, const tensor& b, dtype dt, const char* op
         return;
       }
     }
-    auto one = [&](std::int64_t p) { gemm<T>(ta, tb, n, m, k, pa + p * sa, lda, pb + p * sb, ldb, pc + p * n * m, m); };
-    // small products split by batch item, larger ones by BLAS (NOTE: [Batched GEMM threads])
+    // c^T = b^T a^T where the shape asks for it (gemm_transposes): the same operands read with
+    // their transposes flipped, into `flipped`, then transposed into out
+    const bool flip = std::is_floating_point_v<T> && gemm_transposes(n, m, k);
+    const tensor flipped = flip ? empty_dense({P, m, n}, dt, cpu, op) : tensor();
+    const T* px = flip ? pb : pa;
+    const T* py = flip ? pa : pb;
+    const bool tx = flip ? !tb : ta, ty = flip ? !ta : tb;
+    const std::int64_t lx = flip ? ldb : lda, ly = flip ? lda : ldb, sx = flip ? sb : sa, sy = flip ? sa : sb;
+    const std::int64_t rows = flip ? m : n, cols = flip ? n : m;
+    T* pz = flip ? flipped.impl()->template data<T>() : pc;
+    auto one = [&](std::int64_t p) { gemm<T>(tx, ty, rows, cols, k, px + p * sx, lx, py + p * sy, ly, pz + p * n * m, cols); };
+    // small products split by batch item, larger ones in bands of rows (NOTE: [Batched GEMM threads])
     const double madds = double(n) * double(m) * double(k);
     if (P > 1 && madds <= bmm_split_batch_max) {
       parallel_for_blas(P, static_cast<std::int64_t>(madds), one);
     } else {
-      const gemm_grid g = make_gemm_grid(P, n, m, k, get_num_threads());
-      const std::int64_t tiles = g.row_tiles * g.col_tiles;
-      parallel_for_blas(P * tiles, static_cast<std::int64_t>(madds / double(tiles)), [&](std::int64_t t) {
-        const std::int64_t p = t / tiles, i = t % tiles / g.col_tiles, j = t % g.col_tiles;
-        const std::int64_t r0 = g.row_start(i), c0 = g.col_start(j);
-        const std::int64_t rows = g.row_start(i + 1) - r0, cols = g.col_start(j + 1) - c0;
-        gemm<T>(ta, tb, rows, cols, k, pa + p * sa + (ta ? r0 : r0 * lda), lda, pb + p * sb + (tb ? c0 * ldb : c0), ldb,
-                pc + p * n * m + r0 * m + c0, m);
+      const gemm_bands g = make_gemm_bands(P, rows, cols, k, get_num_threads());
+      parallel_for_blas(P * g.bands, static_cast<std::int64_t>(madds / double(g.bands)), [&](std::int64_t t) {
+        const std::int64_t p = t / g.bands, r0 = g.start(t % g.bands), r1 = g.start(t % g.bands + 1);
+        gemm<T>(tx, ty, r1 - r0, cols, k, px + p * sx + (tx ? r0 : r0 * lx), lx, py + p * sy, ly,
+                pz + p * n * m + r0 * cols, cols);
       });
     }
+    if (flip) strided_copy<T, T>({P, n, m}, pc, contiguous_strides({P, n, m}), pz, {n * m, 1, n});
   });
   return out;
 }
