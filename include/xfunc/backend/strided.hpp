@@ -244,11 +244,16 @@ struct register_transpose {
     y = __builtin_shufflevector(x, y, ((C & B) == 0 ? int(C) + B : N + int(C))...);
     x = low;
   }
-  template <int B>
-  static void level(row* r) {
-    for (int q = 0; q < N; ++q)
-      if ((q & B) == 0) swap_blocks<B>(r[q], r[q + B], std::make_index_sequence<N>{});
-    if constexpr (B > 1) level<B / 2>(r);
+  // (unrolled at compile time: GCC's -O2 kept the loop over rows and spilled the vectors wider
+  // than an SSE2 register to memory, 10x slower than at -O3)
+  template <int B, int Q>
+  static void pair(row* r) {
+    if constexpr ((Q & B) == 0) swap_blocks<B>(r[Q], r[Q + B], std::make_index_sequence<N>{});
+  }
+  template <int B, std::size_t... Q>
+  static void level(row* r, std::index_sequence<Q...> rows) {
+    (pair<B, int(Q)>(r), ...);
+    if constexpr (B > 1) level<B / 2>(r, rows);
   }
 #endif
   /// Whether rows can be stored with streaming stores on this build (NOTE: [Streaming stores]).
@@ -263,7 +268,7 @@ struct register_transpose {
 #else
     row r[N];
     for (int q = 0; q < N; ++q) std::memcpy(&r[q], s + q * ls, sizeof(row));
-    level<N / 2>(r);
+    level<N / 2>(r, std::make_index_sequence<N>{});
     for (int q = 0; q < N; ++q) {
       if constexpr (Stream && can_stream) stream_bytes<sizeof(row)>(d + q * ld, &r[q]);
       else std::memcpy(d + q * ld, &r[q], sizeof(row));
