@@ -152,14 +152,14 @@ struct kernel_scope {
 /// Whether a derivative reaches grad node n from an input of its layer (a leaf): values made
 /// inside the function from constants (factories) have nodes too, with no path to a leaf.
 inline bool reaches_leaf(const xfunc::detail::grad_node* n) {
-  std::vector<const xfunc::detail::grad_node*> todo{n};
+  std::vector<const xfunc::detail::grad_node*> frontier{n};  // depth first
   std::unordered_set<const xfunc::detail::grad_node*> seen;
-  while (!todo.empty()) {
-    const xfunc::detail::grad_node* m = todo.back();
-    todo.pop_back();
+  while (!frontier.empty()) {
+    const xfunc::detail::grad_node* m = frontier.back();
+    frontier.pop_back();
     if (!m || !seen.insert(m).second) continue;
     if (m->is_leaf()) return true;
-    for (const auto& k : m->next) todo.push_back(k.get());
+    for (const auto& k : m->next) frontier.push_back(k.get());
   }
   return false;
 }
@@ -178,6 +178,13 @@ inline bool differentiated(const tensor& t) {
        "(or compute the ", reduce_op_name(r), " outside the differentiated function)");
 }
 inline bool is_extreme(reduce_op r) { return r == reduce_op::max || r == reduce_op::min; }
+/// The checks of a reducing collective's operator on t: max and min are not differentiable,
+/// mean needs a floating dtype.
+inline void check_reduce_op(const tensor& t, reduce_op op, const char* name) {
+  if (is_extreme(op) && differentiated(t)) fail_not_differentiable(name, op);
+  if (op == reduce_op::mean && !is_floating(t.dtype()))
+    fail(name, ": mean needs a floating tensor, got ", t.dtype(), "; convert it with .to(xf::f32) or use sum");
+}
 
 struct all_reduce_attrs {
   communicator comm;
@@ -481,9 +488,7 @@ template <int = 0>
 tensor all_reduce(const tensor& t, reduce_op op = reduce_op::sum, const communicator& comm = world()) {
   const char* name = detail::all_reduce_op::name;
   detail::check_arguments(t, comm, name, detail::collective_code::all_reduce, [&] {
-    if (detail::is_extreme(op) && detail::differentiated(t)) detail::fail_not_differentiable(name, op);
-    if (op == reduce_op::mean && !is_floating(t.dtype()))
-      xfunc::detail::fail(name, ": mean needs a floating tensor, got ", t.dtype(), "; convert it with .to(xf::f32) or use sum");
+    detail::check_reduce_op(t, op, name);
   });
   comm.state(name);
   return detail::call<detail::all_reduce_op>({comm, op}, t);
@@ -509,9 +514,7 @@ tensor reduce_scatter(const tensor& t, std::int64_t dim = 0, reduce_op op = redu
   detail::check_arguments(t, comm, name, detail::collective_code::reduce_scatter, [&] {
     d = detail::collective_dim(t, dim, name);
     detail::check_divisible(t, d, size, name);
-    if (detail::is_extreme(op) && detail::differentiated(t)) detail::fail_not_differentiable(name, op);
-    if (op == reduce_op::mean && !is_floating(t.dtype()))
-      xfunc::detail::fail(name, ": mean needs a floating tensor, got ", t.dtype(), "; convert it with .to(xf::f32) or use sum");
+    detail::check_reduce_op(t, op, name);
   });
   return detail::call<detail::reduce_scatter_op>({comm, d, op}, t);
 }

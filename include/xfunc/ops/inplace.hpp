@@ -31,14 +31,19 @@ inline bool can_store_in_place(dtype r, dtype d) {
   return !(is_floating(r) && !is_floating(d)) && !(d == dtype::boolean && r != dtype::boolean);
 }
 
+/// Throws unless the result r of an in-place op fits a destination of this shape and dtype.
+inline void check_in_place_result(const shape_t& shape, dtype dt, const tensor& r, const char* name) {
+  if (!(broadcast_shapes(shape, r.shape(), name) == shape))
+    fail(name, ": the result has shape ", r.shape(), " which does not fit the destination's shape ", shape);
+  if (!can_store_in_place(r.dtype(), dt))
+    fail(name, ": a ", r.dtype(), " result cannot be written into a ", dt, " tensor in place; convert first");
+}
+
 /// Writes r (broadcastable to self's shape) through self's strides, converting the dtype.
 template <int = 0>
 void write_through(const tensor& self, const tensor& r, const char* name) {
   const tensor_impl& d = *self.impl();
-  if (!(broadcast_shapes(d.shape, r.shape(), name) == d.shape))
-    fail(name, ": the result has shape ", r.shape(), " which does not fit the destination's shape ", d.shape);
-  if (!can_store_in_place(r.dtype(), d.dt))
-    fail(name, ": a ", r.dtype(), " result cannot be written into a ", d.dt, " tensor in place; convert first");
+  check_in_place_result(d.shape, d.dt, r, name);
   for (std::size_t i = 0; i < d.shape.size(); ++i)
     if (d.strides[i] == 0 && d.shape[i] > 1)
       fail(name, ": in-place write into an expanded tensor, whose elements share memory; clone() it first");
@@ -69,10 +74,7 @@ void write_through(const tensor& self, const tensor& r, const char* name) {
 /// The new value r of wrapper s, checked and cast to s's shape and dtype.
 template <int = 0>
 tensor fit_result(const tensor& s, tensor r, const char* name) {
-  if (!(broadcast_shapes(s.shape(), r.shape(), name) == s.shape()))
-    fail(name, ": the result has shape ", r.shape(), " which does not fit the destination's shape ", s.shape());
-  if (!can_store_in_place(r.dtype(), s.dtype()))
-    fail(name, ": a ", r.dtype(), " result cannot be written into a ", s.dtype(), " tensor in place; convert first");
+  check_in_place_result(s.shape(), s.dtype(), r, name);
   // (a traced shape-only value is written by the replay: see apply_inplace)
   if (r.device() == meta && s.device() != meta && !tls_trace)
     fail(name, ": cannot write a meta (shape-only) value into a tensor with data");
