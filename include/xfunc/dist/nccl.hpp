@@ -5,9 +5,10 @@
 /// xfunc::distributed_nccl (when the CUDA toolkit with NCCL is found); not part of
 /// <xfunc/distributed.hpp>, whose users need no CUDA headers.
 ///
-/// Status: xfunc has no cuda tensors yet (the CUDA backend), so the collective ops cannot reach
-/// this layer; it is usable directly on device buffers, compiled in CI, and tested on a GPU
-/// only where one exists (tests/dist/test_nccl.cpp reports "skipped" otherwise).
+/// Status: the collective ops do not use this layer yet (they move cuda tensors through cpu
+/// copies: NOTE: [Collectives on device tensors]); it is usable directly on device buffers,
+/// compiled in CI, and tested on a GPU only where one exists (tests/dist/test_nccl.cpp reports
+/// "skipped" otherwise).
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
