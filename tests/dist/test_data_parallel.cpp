@@ -77,6 +77,23 @@ TEST_CASE("average_gradients: errors, and ranks that disagree") {
     CHECK_THROWS_WITH(d::average_gradients(tensors{xf::ones({rank() == 0 ? 2 : 3})}), Catch::Contains("ranks"));
 }
 
+TEST_CASE("average_gradients: an allocation that fails while a reduction is under way") {
+  // Two buckets (float32, then float64) of heap buffers: the float32 one starts its non-blocking
+  // reduction, then the float64 bucket's buffer fails on every rank. The reduction under way is
+  // completed as its bucket goes (NOTE: [Gradient buckets]), so the next call sees a clean
+  // communicator and no write into a freed buffer.
+  const tensors grads{xf::full({1000}, rank() + 1.0, xf::f32), xf::full({1000}, rank() + 1.0, xf::f64)};
+  xf::detail::buffer_fault_countdown = 2;
+  CHECK_THROWS_WITH(d::average_gradients(grads), Catch::Contains("out of memory"));
+  xf::detail::buffer_fault_countdown = 0;
+  for (int i = 0; i < 3; ++i) {
+    const tensors avg = d::average_gradients(grads);
+    const double mean = (size() + 1) / 2.0;
+    CHECK(xf::equal(avg[0], xf::full({1000}, mean, xf::f32)));
+    CHECK(xf::equal(avg[1], xf::full({1000}, mean, xf::f64)));
+  }
+}
+
 TEST_CASE("average_gradients under transforms goes through the all_reduce op") {
   const tensors xs = all_ranks({5}, 21);
   // d/dx of sum(average(x) * w) on rank r: pmap semantics give the mean of every rank's w

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <xfunc/core/pytree.hpp>
@@ -52,13 +53,33 @@ namespace detail {
 inline constexpr std::int64_t bucket_bytes = std::int64_t{25} << 20;
 inline constexpr std::int64_t nonblocking_bytes = std::int64_t{256} << 10;
 
+/// A bucket's non-blocking reduction, once started. Dropped unfinished (an exception while a
+/// later bucket is packed: a failed allocation), it is waited for first, under the collective
+/// timeout, so that MPI never writes into a freed bucket and every started collective completes
+/// on every rank; the others started it too.
+struct pending_reduction {
+  MPI_Request req = MPI_REQUEST_NULL;
+  std::unique_ptr<in_collective> guard;  // the watchdog's, from the start to the wait
+
+  pending_reduction() = default;
+  pending_reduction(pending_reduction&& o) noexcept
+      : req(std::exchange(o.req, MPI_REQUEST_NULL)), guard(std::move(o.guard)) {}
+  pending_reduction& operator=(pending_reduction&&) = delete;
+  ~pending_reduction() {
+    if (req != MPI_REQUEST_NULL) MPI_Wait(&req, MPI_STATUS_IGNORE);
+  }
+  void wait(const char* name) {
+    if (req != MPI_REQUEST_NULL) check_mpi(MPI_Wait(&req, MPI_STATUS_IGNORE), name);
+    guard.reset();
+  }
+};
+
 struct bucket {
   dtype dt;
   std::vector<std::size_t> leaves;
   std::int64_t numel = 0;
   tensor buf;
-  MPI_Request req = MPI_REQUEST_NULL;
-  std::unique_ptr<in_collective> guard;
+  pending_reduction reduction;  // (destroyed, and so waited for, before buf)
 };
 
 /// Every leaf averaged through the all_reduce op (transform-aware; one message per dtype).
@@ -120,7 +141,7 @@ std::vector<tensor> average_leaves(const std::vector<tensor>& leaves, const comm
         break;
       }
     if (!b || (b->numel * static_cast<std::int64_t>(dtype_size(dt)) + bytes > bucket_bytes && b->numel > 0)) {
-      buckets.push_back(bucket{dt, {}, 0, {}, MPI_REQUEST_NULL, nullptr});
+      buckets.push_back(bucket{dt, {}, 0, {}, {}});
       b = &buckets.back();
     }
     b->leaves.push_back(i);
@@ -138,7 +159,7 @@ std::vector<tensor> average_leaves(const std::vector<tensor>& leaves, const comm
       for (auto& earlier : buckets) {  // let MPI move the buckets already started
         if (&earlier == &b) break;
         int flag = 0;
-        if (earlier.req != MPI_REQUEST_NULL) MPI_Test(&earlier.req, &flag, MPI_STATUS_IGNORE);
+        if (earlier.reduction.req != MPI_REQUEST_NULL) MPI_Test(&earlier.reduction.req, &flag, MPI_STATUS_IGNORE);
       }
     }
     if (c.size == 1) continue;
@@ -146,15 +167,14 @@ std::vector<tensor> average_leaves(const std::vector<tensor>& leaves, const comm
       c.all_reduce(data_of(b.buf), b.numel, b.dt, reduce_op::sum, name);  // (in pieces past 2^30 elements)
       continue;
     }
-    b.guard = std::make_unique<in_collective>(name);
+    b.reduction.guard = std::make_unique<in_collective>(name);
     check_mpi(MPI_Iallreduce(MPI_IN_PLACE, data_of(b.buf), mpi_count(b.numel, name), mpi_type(b.dt),
-                             mpi_op(reduce_op::sum, b.dt), c.comm, &b.req),
+                             mpi_op(reduce_op::sum, b.dt), c.comm, &b.reduction.req),
               name);
   }
   std::vector<tensor> out(leaves.size());
   for (auto& b : buckets) {  // wait, average, and hand out views of the bucket
-    if (b.req != MPI_REQUEST_NULL) check_mpi(MPI_Wait(&b.req, MPI_STATUS_IGNORE), name);
-    b.guard.reset();
+    b.reduction.wait(name);
     const tensor avg = c.size == 1 ? b.buf : b.buf / static_cast<double>(c.size);
     std::int64_t off = 0;
     for (std::size_t i : b.leaves) {
