@@ -97,12 +97,12 @@ tensor view_as_copy(std::span<const tensor> in, const typename Op::attrs& a);
 // At the bottom of the dispatch (plain tensors only) an op whose arguments include a tensor on
 // a device other than the cpu runs that device's kernel: `cuda_kernel_of<Op>`, set by the CUDA
 // backend (include/xfunc/cuda/ops.hpp; NOTE: [Device backends]). Ops whose one kernel serves
-// every device run it there: views (they only make new strides over the same
-// storage) and ops that say `device_generic = true` (xf::to between devices, flip, xf::dist's
-// collectives). All tensor arguments must be on that one device, except 0-d cpu tensors, which
-// act as scalars: moved there, or passed by value to the elementwise kernels (NOTE: [Scalar
-// operands]). Transforms need nothing more: their rules call ops, which land here with plain
-// tensors on the device.
+// every device run it there: views (they only make new strides over the same storage) and ops
+// that say `device_generic = true` (xf::to between devices, flip, xf::dist's collectives). All
+// tensor arguments must be on that one device, except 0-d cpu tensors, which act as scalars:
+// moved there, or passed by value to the elementwise kernels (NOTE: [Scalar operands]).
+// Transforms need nothing more: their rules call ops, which land here with plain tensors on the
+// device.
 
 /// An op's kernel for one device kind.
 template <class Op>
