@@ -9,11 +9,17 @@
 //                                torch.func's vmap(grad) on the same GPU is timed by
 //                                scripts/bench_torch_cuda.py (target: xfunc 1.5x faster)
 //   add of 1 element             launch and completion, target <= 6 us
-// Without a GPU it says so and exits 0 (no figures: nothing is timed on the fake driver).
+// The bandwidth rows and the 1-element add have hand-written CUDA kernels as baselines, compiled
+// by NVRTC at run time and launched through the driver on the same stream: x * a + b with one
+// float4 per thread, row sums with one block per row (float4 loads, warp shuffles), and a
+// one-element add (the floor of a launch and a synchronisation), with xfunc's host time per
+// queued add beside it. Without a GPU it says so and exits 0 (nothing is timed on the fake driver).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <xtensor/xbuilder.hpp>
@@ -47,6 +53,67 @@ void row(const char* what, double value, const char* unit, const char* target, b
   std::printf("%-44s %12.3f %-6s  target %-14s %s\n", what, value, unit, target, met ? "met" : "NOT met");
 }
 
+namespace xc = xf::detail::cuda;
+
+/// The hand-written baselines (CUDA C++, compiled by NVRTC for this GPU).
+constexpr const char* baseline_source = R"(
+extern "C" __global__ void axpb(const float4* __restrict__ x, float4* __restrict__ y, float a, float b, long long n4) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i < n4) {
+    const float4 v = x[i];
+    y[i] = make_float4(v.x * a + b, v.y * a + b, v.z * a + b, v.w * a + b);
+  }
+}
+extern "C" __global__ void row_sums(const float4* __restrict__ m, float* __restrict__ out, int cols4) {
+  const float4* r = m + (long long)blockIdx.x * cols4;
+  float acc = 0;
+  for (int j = threadIdx.x; j < cols4; j += blockDim.x) {
+    const float4 v = r[j];
+    acc += (v.x + v.y) + (v.z + v.w);
+  }
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+  __shared__ float warps[32];
+  if ((threadIdx.x & 31) == 0) warps[threadIdx.x >> 5] = acc;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    acc = threadIdx.x < blockDim.x / 32 ? warps[threadIdx.x] : 0.0f;
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_down_sync(0xffffffffu, acc, o);
+    if (threadIdx.x == 0) out[blockIdx.x] = acc;
+  }
+}
+extern "C" __global__ void add1(const float* a, const float* b, float* c) { c[0] = a[0] + b[0]; }
+)";
+
+/// The baselines' module on device 0, and a launcher on this thread's stream (xfunc's own).
+struct baselines {
+  xc::device_context ctx = xc::context_for(0, "bench_cuda");
+  CUmodule module = nullptr;
+  baselines() {
+    const xc::driver_api& d = *ctx.driver;
+    CUdevice dev = 0;
+    int major = 0, minor = 0;
+    xc::check(d, d.device_get(&dev, 0), "bench_cuda");
+    xc::check(d, d.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "bench_cuda");
+    xc::check(d, d.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "bench_cuda");
+    const std::string cubin =
+        xc::kernels().get(xc::nvrtc(), baseline_source, "sm_" + std::to_string(major * 10 + minor), {"-O3"}, "bench_cuda");
+    xc::check(d, d.module_load_data(&module, cubin.data()), "bench_cuda: cuModuleLoadData");
+  }
+  /// Launches kernel `name` with `grid` blocks of `block` threads and the given arguments.
+  template <class... A>
+  void launch(const char* name, long long grid, unsigned block, A... args) const {
+    const xc::driver_api& d = *ctx.driver;
+    CUfunction f = nullptr;
+    xc::check(d, d.module_get_function(&f, module, name), "bench_cuda: cuModuleGetFunction");
+    void* params[] = {&args...};
+    xc::check(d, d.launch_kernel(f, static_cast<unsigned>(grid), 1, 1, block, 1, 1, 0, ctx.stream, params, nullptr),
+              name);
+  }
+};
+/// A cuda tensor's first element, as the kernels take it.
+template <class T>
+T* device_ptr(const tensor& t) { return t.impl()->template device_data<T>(); }
+
 /// The MLP of bench_per_example_grads: relu, softmax cross-entropy.
 tensor mlp_loss(const tensor& w1, const tensor& b1, const tensor& w2, const tensor& b2, const tensor& x,
                 const tensor& y) {
@@ -62,6 +129,12 @@ int main() {
     return 0;
   }
   std::printf("%-44s %12s %-6s\n", "benchmark", "value", "unit");
+  std::optional<baselines> hand;
+  try {
+    hand.emplace();
+  } catch (const xf::error& e) {
+    std::printf("no hand-written baselines: %s\n", e.what());
+  }
   {  // x * a + b
     const std::int64_t n = std::int64_t(1) << 28;
     const tensor x = xf::ones({n}, xf::f32, xf::cuda);
@@ -73,6 +146,14 @@ int main() {
     const double eager = median_s(10, [&] { out = x * 2.0 + 1.0; });
     xf::detail::set_deferred_min_numel(threshold);
     std::printf("%-44s %12.3f x\n", "  op by op, time against the fused launch", eager / s);
+    if (hand) {
+      const tensor y = xf::empty({n}, xf::f32, xf::cuda);
+      const double base = median_s(10, [&] {
+        hand->launch("axpb", n / 4 / 256, 256, device_ptr<const float>(x), device_ptr<float>(y), 2.0f, 1.0f, n / 4);
+      });
+      std::printf("%-44s %12.3f TB/s\n", "  hand-written kernel (float4 per thread)", 8.0 * double(n) / base / 1e12);
+      std::printf("%-44s %12.3f x\n", "  hand-written time / xfunc time", base / s);
+    }
   }
   {  // row sums
     const std::int64_t n = 16384;
@@ -81,6 +162,14 @@ int main() {
     const double s = median_s(10, [&] { out = xf::sum(m, {1}); });
     const double tbs = 4.0 * double(n) * double(n) / s / 1e12;
     row("row sums, 16384 x 16384 f32", tbs, "TB/s", ">= 3.5 TB/s", tbs >= 3.5);
+    if (hand) {
+      const tensor sums = xf::empty({n}, xf::f32, xf::cuda);
+      const double base = median_s(10, [&] {
+        hand->launch("row_sums", n, 512, device_ptr<const float>(m), device_ptr<float>(sums), static_cast<int>(n / 4));
+      });
+      std::printf("%-44s %12.3f TB/s\n", "  hand-written kernel (a block per row)", 4.0 * double(n) * double(n) / base / 1e12);
+      std::printf("%-44s %12.3f x\n", "  hand-written time / xfunc time", base / s);
+    }
   }
   {  // matmul against cuBLAS directly
     const std::int64_t n = 8192;
@@ -88,7 +177,6 @@ int main() {
     tensor c = xf::empty({n, n}, xf::f32, xf::cuda);
     tensor out;
     const double s_xf = median_s(5, [&] { out = xf::matmul(a, b); });
-    namespace xc = xf::detail::cuda;
     const xc::device_context ctx = xc::context_for(0, "bench_cuda");
     cublasHandle_t h = xc::cublas_handle(ctx, "bench_cuda");
     const float one = 1, zero = 0;
@@ -126,6 +214,17 @@ int main() {
     tensor out;
     const double s = median_s(200, [&] { out = a + b; });
     row("add of 1 element, launch to completion", s * 1e6, "us", "<= 6 us", s * 1e6 <= 6.0);
+    constexpr int queued = 1000;
+    const double per_add = median_s(5, [&] {
+      for (int i = 0; i < queued; ++i) out = a + b;
+    }) / queued;
+    std::printf("%-44s %12.3f us\n", "  xfunc host time per queued add", per_add * 1e6);
+    if (hand) {
+      const double base = median_s(200, [&] {
+        hand->launch("add1", 1, 1, device_ptr<const float>(a), device_ptr<const float>(b), device_ptr<float>(out));
+      });
+      std::printf("%-44s %12.3f us\n", "  hand-written kernel: launch + synchronize", base * 1e6);
+    }
   }
   return 0;
 }

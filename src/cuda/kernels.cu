@@ -160,46 +160,67 @@ XFUNC_DEVICE void logical_not(const elementwise_args& a) {
   for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT) output<bool>(a, i) = input<T>(a, 0, i) == T(0);
 }
 
-/// op(x, y) for the fused op numbered `op` (NOTE: [Fused device programs]); y is unused by unary ops.
-template <class T>
-XFUNC_DEVICE T fused_apply(int op, T x, T y) {
+/// P filled with v (a scalar operand of a fused step).
+template <class P, class T>
+XFUNC_DEVICE inline P splat(T v) {
+  P p;
+XFUNC_UNROLL
+  for (int w = 0; w < static_cast<int>(sizeof(P) / sizeof(T)); ++w) p.v[w] = v;
+  return p;
+}
+/// op(x, y) on every lane of the packs, for the fused op numbered `op` (NOTE: [Fused device
+/// programs]); y is unused by unary ops. The op is decoded once per pack, not per element: the
+/// interpreter costs a few instructions per 16 bytes, which the memory bound leaves room for.
+template <class T, class P>
+XFUNC_DEVICE P fused_apply(int op, const P& x, const P& y) {
   using xfunc::detail::cuda::fused_op;
-#define XFUNC_FUSED_UNARY_CASE(name) \
-  case static_cast<int>(fused_op::name): return static_cast<T>(element_fn<xd::name##_op>{}(x));
-#define XFUNC_FUSED_BINARY_CASE(name) \
-  case static_cast<int>(fused_op::name): return static_cast<T>(element_fn<xd::name##_op>{}(x, y));
+  constexpr int W = static_cast<int>(sizeof(P) / sizeof(T));
+  P r = x;
+#define XFUNC_FUSED_CASE(name, ...)                                                     \
+  case static_cast<int>(fused_op::name): {                                               \
+    const element_fn<xd::name##_op> f{};                                                 \
+    XFUNC_UNROLL for (int w = 0; w < W; ++w) r.v[w] = static_cast<T>(f(__VA_ARGS__)); \
+    return r;                                                                            \
+  }
+#define XFUNC_FUSED_UNARY_CASE(name) XFUNC_FUSED_CASE(name, x.v[w])
+#define XFUNC_FUSED_BINARY_CASE(name) XFUNC_FUSED_CASE(name, x.v[w], y.v[w])
   switch (op) { XFUNC_CUDA_FUSED_OPS(XFUNC_FUSED_UNARY_CASE, XFUNC_FUSED_BINARY_CASE) }
 #undef XFUNC_FUSED_UNARY_CASE
 #undef XFUNC_FUSED_BINARY_CASE
-  return x;  // (the host numbers only the ops above)
+#undef XFUNC_FUSED_CASE
+  return r;  // (the host numbers only the ops above)
 }
-/// Lane w of leaf j's values (a chain of selects, not an index: the packs stay in registers).
+/// Leaf j's pack (a chain of selects, not an index: the packs stay in registers).
 template <class P>
-XFUNC_DEVICE auto leaf_lane(const P* in, int j, int w) {
-  return j == 0 ? in[0].v[w] : j == 1 ? in[1].v[w] : j == 2 ? in[2].v[w] : in[3].v[w];
+XFUNC_DEVICE P leaf_pack(const P* in, int j) {
+  P v;
+XFUNC_UNROLL
+  for (int w = 0; w < static_cast<int>(sizeof(P::v) / sizeof(P::v[0])); ++w)
+    v.v[w] = j == 0 ? in[0].v[w] : j == 1 ? in[1].v[w] : j == 2 ? in[2].v[w] : in[3].v[w];
+  return v;
 }
-/// The program's value for lane w of the leaves' packs `in`. The previous step's result is kept
-/// in a register (`last`); only results that a later step reads again go to `r` (keep).
+/// The program's values for the leaves' packs `in`, step by step over whole packs. The previous
+/// step's result stays in registers (`last`); only results that a later step reads again are
+/// stored in `r` (keep), which the dynamic index puts in (cached) local memory.
 template <class T, class P>
-XFUNC_DEVICE T fused_element(const fused_args& a, const P* in, int w) {
-  static_assert(xfunc::detail::cuda::fused_max_leaves == 4, "leaf_lane selects among four leaves");
+XFUNC_DEVICE P fused_pack(const fused_args& a, const P* in) {
+  static_assert(xfunc::detail::cuda::fused_max_leaves == 4, "leaf_pack selects among four leaves");
   using form = xfunc::detail::step_form;
-  T r[xfunc::detail::cuda::fused_max_steps];
-  T last = 0;
+  P r[xfunc::detail::cuda::fused_max_steps];
+  P last = in[0];
   for (int k = 0; k < a.n_steps; ++k) {
     const xfunc::detail::cuda::fused_step& s = a.steps[k];
-    auto operand = [&](int code) {
-      return code < 0 ? leaf_lane(in, -1 - code, w) : code == k - 1 ? last : r[code];
-    };
-    const T x = s.form == static_cast<int>(form::scalar_left) ? static_cast<T>(s.scalar) : operand(s.a);
-    const T y = s.form == static_cast<int>(form::scalar_right) ? static_cast<T>(s.scalar) : operand(s.b);
+    auto operand = [&](int code) -> P { return code < 0 ? leaf_pack(in, -1 - code) : code == k - 1 ? last : r[code]; };
+    const P x = s.form == static_cast<int>(form::scalar_left) ? splat<P>(static_cast<T>(s.scalar)) : operand(s.a);
+    const P y = s.form == static_cast<int>(form::scalar_right) ? splat<P>(static_cast<T>(s.scalar)) : operand(s.b);
     last = fused_apply<T>(s.op, x, y);
     if (s.keep) r[k] = last;
   }
   return last;
 }
 /// A fused program (NOTE: [Fused device programs]): work item p computes the 16 bytes of
-/// elements from p * W, through vector accesses when they are whole and aligned.
+/// elements from p * W, through vector accesses when they are whole and aligned; the last,
+/// partial pack is read and written element by element (its other lanes compute zeros).
 template <class T>
 XFUNC_DEVICE void fused(const fused_args& a) {
   using pack = pack16<T>;
@@ -210,7 +231,6 @@ XFUNC_DEVICE void fused(const fused_args& a) {
     const long long i0 = p * W;
     const int here = a.n - i0 < W ? static_cast<int>(a.n - i0) : W;
     const bool vector = a.aligned && here == W;
-    // (every index into the packs is a constant once the loops are unrolled: they stay in registers)
     pack in[L]{};
 XFUNC_UNROLL
     for (int j = 0; j < L; ++j) {
@@ -224,10 +244,7 @@ XFUNC_UNROLL
           if (w < here) in[j].v[w] = l[w];
       }
     }
-    pack out{};
-XFUNC_UNROLL
-    for (int w = 0; w < W; ++w)
-      if (w < here) out.v[w] = fused_element<T>(a, in, w);
+    const pack out = fused_pack<T>(a, in);
     T* o = static_cast<T*>(a.out) + i0;
     if (vector) {
       store_aligned(o, out);
@@ -319,6 +336,50 @@ struct sum_exp_fold {
   XFUNC_DEVICE static double finish(A a) { return a; }
 };
 
+/// Split s's fold of a contiguous row p of m elements, 16 bytes at a time: packs s, s + S, ...,
+/// four loads in flight per thread and one accumulator per lane, then the lanes and the
+/// elements after the last whole pack (at most one each for the first splits). The splits still
+/// fold every element of the row once, grouped otherwise than by the element-wise walk, so a
+/// floating result differs from that walk's by rounding only (and is the same in every run); a
+/// warp reads 512 contiguous bytes per load. Returns false (nothing done) where some split would
+/// get no whole aligned pack: the element-wise walk then runs.
+template <class F, class T>
+XFUNC_DEVICE bool fold_row_packs(const reduce_args& a, const T* p, long long s, T shift, typename F::A& out) {
+  using A = typename F::A;
+  using P = pack16<T>;
+  constexpr int W = lanes16<T>;
+  const long long S = a.splits, packs = a.m / W;
+  if (a.reduced_ndim != 1 || a.reduced_strides[0] != 1 || packs < S || reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+    return false;
+  const P* q = reinterpret_cast<const P*>(p);
+  A acc[W];
+  const P first = load_aligned<P>(q + s);
+XFUNC_UNROLL
+  for (int w = 0; w < W; ++w) acc[w] = F::lift(first.v[w], shift);
+  long long k = s + S;
+  for (; k + 3 * S < packs; k += 4 * S) {
+    const P x0 = load_aligned<P>(q + k), x1 = load_aligned<P>(q + k + S), x2 = load_aligned<P>(q + k + 2 * S),
+            x3 = load_aligned<P>(q + k + 3 * S);
+XFUNC_UNROLL
+    for (int w = 0; w < W; ++w) {
+      acc[w] = F::combine(acc[w], F::lift(x0.v[w], shift));
+      acc[w] = F::combine(acc[w], F::lift(x1.v[w], shift));
+      acc[w] = F::combine(acc[w], F::lift(x2.v[w], shift));
+      acc[w] = F::combine(acc[w], F::lift(x3.v[w], shift));
+    }
+  }
+  for (; k < packs; k += S) {
+    const P x = load_aligned<P>(q + k);
+XFUNC_UNROLL
+    for (int w = 0; w < W; ++w) acc[w] = F::combine(acc[w], F::lift(x.v[w], shift));
+  }
+  for (long long j = packs * W + s; j < a.m; j += S) acc[0] = F::combine(acc[0], F::lift(p[j], shift));
+XFUNC_UNROLL
+  for (int w = 1; w < W; ++w) acc[0] = F::combine(acc[0], acc[w]);
+  out = acc[0];
+  return true;
+}
+
 /// One level of a split reduction: work item t is output o's split s, which folds elements s,
 /// s + splits, s + 2 splits, ... of o's m (read from the input, or from the previous level's
 /// partials) and writes the result (one split) or its partial accumulator.
@@ -338,8 +399,10 @@ XFUNC_DEVICE void split_fold(const reduce_args& a) {
     } else {
       const T* p = static_cast<const T*>(a.in) + kept_offset(a, o);
       const T shift = a.shift ? finite_shift(static_cast<const T*>(a.shift)[o]) : T(0);
-      acc = F::lift(p[reduced_offset(a, s)], shift);
-      for (long long j = s + S; j < a.m; j += S) acc = F::combine(acc, F::lift(p[reduced_offset(a, j)], shift));
+      if (!fold_row_packs<F>(a, p, s, shift, acc)) {
+        acc = F::lift(p[reduced_offset(a, s)], shift);
+        for (long long j = s + S; j < a.m; j += S) acc = F::combine(acc, F::lift(p[reduced_offset(a, j)], shift));
+      }
     }
     if (S == 1) static_cast<O*>(a.out)[o] = F::finish(acc);
     else static_cast<A*>(a.out)[o * S + s] = acc;

@@ -320,6 +320,32 @@ TEST_CASE("large reductions split each output over many threads", "[cuda]") {
   const tensor rows = xf::linspace(-3.0, 5.0, 4 * 3000, xf::f64).reshape({4, 3000});
   same(xf::sum(rows.cuda(), {1}), xf::sum(rows, {1}));
   same(xf::sum(rows.cuda().transpose(0, 1), {0}), xf::sum(rows.transpose(0, 1), {0}));
+  // along a contiguous reduced dim splits read 16-byte packs (kernels.cu, fold_row_packs): rows
+  // with elements after the last whole pack, rows that start misaligned (a view one element in,
+  // every other row of an odd width), rows too short for a pack per split, every fold
+  for (xf::dtype dt : {xf::f32, xf::f64}) {
+    const double rtol = dt == xf::f32 ? 1e-5 : 1e-12;
+    for (std::int64_t m : {6, 257, 1001, 4099}) {
+      const tensor r = xf::randn({3, m + 1}, dt);
+      const tensor gr = r.cuda();
+      for (std::int64_t start : {0, 1}) {
+        INFO(dt << ", rows of " << m << " from column " << start);
+        const tensor v = r.narrow(1, start, m), gv = gr.narrow(1, start, m);
+        same(xf::sum(gv, {1}), xf::sum(v, {1}), rtol, rtol);
+        same(xf::amax(gv, {1}), xf::amax(v, {1}));
+        same(xf::amin(gv, {1}), xf::amin(v, {1}));
+        same(xf::prod(1.0 + gv * 1e-3, 1), xf::prod(1.0 + v * 1e-3, 1), rtol);
+        same(xf::logsumexp(gv, {1}), xf::logsumexp(v, {1}), rtol);
+        tensor nan_last = gv.contiguous();  // a NaN after the last whole pack, and one inside a pack
+        nan_last.select(0, 0).select(0, m - 1).fill_(std::nan(""));
+        nan_last.select(0, 2).select(0, m / 2).fill_(std::nan(""));
+        const tensor maxima = xf::amax(nan_last, {1}).cpu();
+        CHECK(std::isnan(maxima.select(0, 0).item<double>()));
+        CHECK_FALSE(std::isnan(maxima.select(0, 1).item<double>()));
+        CHECK(std::isnan(maxima.select(0, 2).item<double>()));
+      }
+    }
+  }
   const tensor ints = xf::arange(0, 40000, 1, xf::i64).reshape({2, 20000}) - 777;
   same(xf::sum(ints.cuda(), {1}), xf::sum(ints, {1}));
   same(xf::amin(ints.cuda(), {}), xf::amin(ints, {}));
