@@ -150,19 +150,13 @@ struct kernel_scope {
 };
 
 // NOTE: [Collectives on device tensors]
-// The collectives move host buffers through MPI. A tensor on another device (cuda) takes part
-// through a cpu copy: the collective runs on the copy and its result is copied back to the
-// tensor's device, so every collective, with its transpose, tangent and batch rules, works on
-// cuda tensors, and ranks may even hold their values on different devices. It costs two copies
-// over PCIe per call; NCCL (dist/nccl.hpp), which moves device buffers directly, is not yet
-// wired to the ops (docs/distributed.md, "NCCL and cuda tensors").
-/// Op's kernel on a cpu copy of x (on another device), its result back on x's device.
-template <class Op>
-tensor via_host(const tensor& x, const typename Op::attrs& a) {
-  kernel_scope k;
-  const tensor host = x.to(cpu);
-  return Op::kernel(std::span<const tensor>(&host, 1), a).to(x.device());
-}
+// The collectives move host buffers through MPI, so their kernels say `host_only`: a tensor on
+// another device (cuda) takes part through a cpu copy that the dispatcher makes, and the result
+// is copied back to the tensor's device (NOTE: [Device dispatch]). Every collective, with its
+// transpose, tangent and batch rules, works on cuda tensors that way, and ranks may even hold
+// their values on different devices. It costs two copies over PCIe per call; NCCL
+// (dist/nccl.hpp), which moves device buffers directly, is not yet wired to the ops
+// (docs/distributed.md, "NCCL and cuda tensors").
 
 /// Whether a derivative reaches grad node n from an input of its layer (a leaf): values made
 /// inside the function from constants (factories) have nodes too, with no path to a leaf.
@@ -259,12 +253,11 @@ batched front_batch(std::span<const tensor> in, std::span<const std::int64_t> bd
 template <class D>
 struct all_reduce_op_t {
   static constexpr const char* name = "xf::dist::all_reduce";
-  static constexpr bool device_generic = true;  // via a cpu copy (NOTE: [Collectives on device tensors])
+  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
   using attrs = all_reduce_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
     if (x.device() == meta) return xfunc::detail::backend::meta_like(x.shape(), x.dtype(), name);
-    if (x.device() != cpu) return via_host<all_reduce_op_t<D>>(x, a);
     const comm_state& c = a.comm.state(name);
     agree(c, name, call_header(collective_code::all_reduce, static_cast<std::int64_t>(a.op), 0, 0, x.dtype(), x.shape()));
     tensor out = fresh_copy(x);
@@ -291,7 +284,7 @@ struct all_reduce_op_t {
 template <class D>
 struct all_gather_op_t {
   static constexpr const char* name = "xf::dist::all_gather";
-  static constexpr bool device_generic = true;  // via a cpu copy (NOTE: [Collectives on device tensors])
+  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
   using attrs = dim_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
@@ -299,7 +292,6 @@ struct all_gather_op_t {
     shape_t out_shape = x.shape();
     out_shape[static_cast<std::size_t>(a.dim)] *= c.size;
     if (x.device() == meta) return xfunc::detail::backend::meta_like(out_shape, x.dtype(), name);
-    if (x.device() != cpu) return via_host<all_gather_op_t<D>>(x, a);
     agree(c, name, call_header(collective_code::all_gather, a.dim, 0, 0, x.dtype(), x.shape()));
     kernel_scope k;
     const tensor src = fresh_copy(x);
@@ -323,7 +315,7 @@ struct all_gather_op_t {
 template <class D>
 struct reduce_scatter_op_t {
   static constexpr const char* name = "xf::dist::reduce_scatter";
-  static constexpr bool device_generic = true;  // via a cpu copy (NOTE: [Collectives on device tensors])
+  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
   using attrs = reduce_scatter_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
@@ -331,7 +323,6 @@ struct reduce_scatter_op_t {
     shape_t out_shape = x.shape();
     out_shape[static_cast<std::size_t>(a.dim)] /= c.size;
     if (x.device() == meta) return xfunc::detail::backend::meta_like(out_shape, x.dtype(), name);
-    if (x.device() != cpu) return via_host<reduce_scatter_op_t<D>>(x, a);
     agree(c, name,
           call_header(collective_code::reduce_scatter, static_cast<std::int64_t>(a.op), a.dim, 0, x.dtype(), x.shape()));
     kernel_scope k;
@@ -362,12 +353,11 @@ struct reduce_scatter_op_t {
 template <class D>
 struct broadcast_op_t {
   static constexpr const char* name = "xf::dist::broadcast";
-  static constexpr bool device_generic = true;  // via a cpu copy (NOTE: [Collectives on device tensors])
+  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
   using attrs = root_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
     if (x.device() == meta) return xfunc::detail::backend::meta_like(x.shape(), x.dtype(), name);
-    if (x.device() != cpu) return via_host<broadcast_op_t<D>>(x, a);
     const comm_state& c = a.comm.state(name);
     agree(c, name, call_header(collective_code::broadcast, a.root, 0, 0, x.dtype(), x.shape()));
     tensor out = fresh_copy(x);
@@ -389,12 +379,11 @@ struct broadcast_op_t {
 template <class D>
 struct reduce_op_t {
   static constexpr const char* name = "xf::dist::reduce";
-  static constexpr bool device_generic = true;  // via a cpu copy (NOTE: [Collectives on device tensors])
+  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
   using attrs = root_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
     if (x.device() == meta) return xfunc::detail::backend::meta_like(x.shape(), x.dtype(), name);
-    if (x.device() != cpu) return via_host<reduce_op_t<D>>(x, a);
     const comm_state& c = a.comm.state(name);
     agree(c, name, call_header(collective_code::reduce, a.root, 0, 0, x.dtype(), x.shape()));
     const tensor src = fresh_copy(x);
@@ -416,7 +405,7 @@ struct reduce_op_t {
 template <class D>
 struct all_to_all_op_t {
   static constexpr const char* name = "xf::dist::all_to_all";
-  static constexpr bool device_generic = true;  // via a cpu copy (NOTE: [Collectives on device tensors])
+  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
   using attrs = all_to_all_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
@@ -426,7 +415,6 @@ struct all_to_all_op_t {
     out_shape[sd] /= c.size;
     out_shape[cd] *= c.size;
     if (x.device() == meta) return xfunc::detail::backend::meta_like(out_shape, x.dtype(), name);
-    if (x.device() != cpu) return via_host<all_to_all_op_t<D>>(x, a);
     agree(c, name, call_header(collective_code::all_to_all, a.split_dim, a.concat_dim, 0, x.dtype(), x.shape()));
     kernel_scope k;
     // chunk j (along split_dim) is block j of the split dim moved in front
@@ -461,12 +449,11 @@ inline std::uint64_t perm_hash(const std::vector<std::pair<int, int>>& perm) {
 template <class D>
 struct ppermute_op_t {
   static constexpr const char* name = "xf::dist::ppermute";
-  static constexpr bool device_generic = true;  // via a cpu copy (NOTE: [Collectives on device tensors])
+  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
   using attrs = ppermute_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
     if (x.device() == meta) return xfunc::detail::backend::meta_like(x.shape(), x.dtype(), name);
-    if (x.device() != cpu) return via_host<ppermute_op_t<D>>(x, a);
     const comm_state& c = a.comm.state(name);
     agree(c, name, call_header(collective_code::ppermute, static_cast<std::int64_t>(a.perm.size()), 0,
                                perm_hash(a.perm), x.dtype(), x.shape()));
