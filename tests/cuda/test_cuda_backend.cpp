@@ -109,6 +109,21 @@ TEST_CASE("cuda tensors: ops, broadcasting, reductions, matrix products", "[cuda
   same(xf::amax(ga, {0}), xf::amax(a, {0}));
   same(xf::mean(ga), xf::mean(a));
   same((ga > 0.0).to(xf::i64) * 3, (a > 0.0).to(xf::i64) * 3);
+  // integer powers stay integers (negative exponents truncate; overflow wraps), as on the cpu
+  const tensor base = xf::tensor{3, -2, 1, -1, 0, 7, 2}, expo = xf::tensor{4, 3, -5, -3, 0, 40, -1};
+  const tensor gp = xf::pow(base.cuda(), expo.cuda());
+  CHECK(gp.dtype() == xf::i64);
+  CHECK(xf::equal(gp.cpu(), xf::pow(base, expo)));
+  // two booleans stay boolean (or, and), as on the cpu
+  const tensor p = a > 0.0, q = a < 1.0;
+  for (const tensor& got : {p.cuda() + q.cuda(), p.cuda() * q.cuda(), xf::maximum(p.cuda(), q.cuda()),
+                            xf::minimum(p.cuda(), q.cuda()), p.cuda() + xf::scalar(false)})
+    CHECK(got.dtype() == xf::b8);
+  CHECK(xf::equal((p.cuda() + q.cuda()).cpu(), p + q));
+  CHECK(xf::equal((p.cuda() * q.cuda()).cpu(), p * q));
+  CHECK(xf::equal(xf::maximum(p.cuda(), q.cuda()).cpu(), xf::maximum(p, q)));
+  CHECK(xf::equal(xf::minimum(p.cuda(), q.cuda().transpose(0, 1).transpose(0, 1)).cpu(), xf::minimum(p, q)));
+  CHECK(xf::equal((p.cuda() + xf::scalar(false)).cpu(), p));
   // a 0-d cpu tensor acts as a scalar
   same(ga * xf::scalar(2.0), a * 2.0);
   // matrix products: plain, transposed operands, an operand expanded over the batch, float32

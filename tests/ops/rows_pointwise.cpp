@@ -188,6 +188,7 @@ TEST_CASE("pointwise: dtype promotion follows torch", "[ops][pointwise]") {
     CHECK((ai / 2.0).dtype() == xf::f32);
     CHECK((ab * 2.0).dtype() == xf::f32);
     CHECK(xf::pow(ai, 2.0).dtype() == xf::f32);
+    CHECK(xf::pow(2.0, ai).dtype() == xf::f32);
     CHECK(xf::allclose(ai * 2.5, xf::tensor{2.5f, 5.0f}));
   }
   SECTION("a 0-d tensor does not widen a tensor with dimensions of its category (torch)") {
@@ -213,7 +214,10 @@ TEST_CASE("pointwise: dtype promotion follows torch", "[ops][pointwise]") {
   SECTION("integer arithmetic stays integer; division and math ops give floats") {
     CHECK((ai + ai).dtype() == xf::i64);
     CHECK((ai * ai).dtype() == xf::i64);
-    CHECK((ab + ab).dtype() == xf::i64);
+    CHECK((ai + ab).dtype() == xf::i64);
+    CHECK(xf::pow(ai, ai).dtype() == xf::i64);  // (torch's int ** int; pow(ai, 2.0) is f32 above)
+    CHECK(xf::pow(ab, ai).dtype() == xf::i64);
+    CHECK(xf::pow(ai, a32).dtype() == xf::f32);
     CHECK((ai / ai).dtype() == xf::f32);
     CHECK(xf::exp(ai).dtype() == xf::f32);
     CHECK(xf::sqrt(ai).dtype() == xf::f32);
@@ -223,6 +227,57 @@ TEST_CASE("pointwise: dtype promotion follows torch", "[ops][pointwise]") {
     CHECK(xf::equal(ai * ai, xf::tensor{1, 4}));
     CHECK(xf::allclose(ai / xf::tensor{2, 2}, xf::tensor{0.5f, 1.0f}));
   }
+}
+
+TEST_CASE("pointwise: arithmetic on two boolean tensors is torch's", "[ops][pointwise]") {
+  // add, mul, maximum, minimum of two booleans stay boolean (or, and, or, and); subtraction and
+  // negation are refused; with any other dtype the boolean is promoted as usual
+  const xf::tensor p = xf::tensor{true, true, false, false}, q = xf::tensor{true, false, true, false};
+  const auto same = [](const xf::tensor& got, const xf::tensor& expect) {
+    CHECK(got.dtype() == xf::b8);
+    CHECK(xf::equal(got, expect));
+  };
+  same(p + q, xf::logical_or(p, q));
+  same(p * q, xf::logical_and(p, q));
+  same(xf::maximum(p, q), xf::logical_or(p, q));
+  same(xf::minimum(p, q), xf::logical_and(p, q));
+  same(p + xf::scalar(true), xf::tensor{true, true, true, true});                  // a 0-d boolean
+  same(p.reshape({4, 1}) * q, xf::logical_and(p.reshape({4, 1}), q));             // broadcasting
+  same(xf::vmap([&](const xf::tensor& r) { return r + q; })(p.reshape({1, 4}).expand({2, 4})),
+       xf::logical_or(p, q).reshape({1, 4}).expand({2, 4}));
+  CHECK((p + xf::tensor{1, 2, 3, 4}).dtype() == xf::i64);
+  CHECK((p * 2.5).dtype() == xf::f32);
+  CHECK_THROWS_WITH(p - q, Catch::Contains("xf::sub: subtraction (the - operator) with a boolean tensor"));
+  CHECK_THROWS_WITH(1.0 - p, Catch::Contains("xf::logical_not"));
+  const xf::tensor f = xf::tensor{1.0, 2.0, 3.0, 4.0};
+  CHECK_THROWS_WITH(f - p, Catch::Contains("with a boolean tensor is not supported"));
+  CHECK_THROWS_WITH(-p, Catch::Contains("xf::neg: negation (the - operator) of a boolean tensor"));
+  CHECK_NOTHROW(p.to(xf::i64) - q.to(xf::i64));
+}
+
+TEST_CASE("pointwise: integer pow is exact, as torch's", "[ops][pointwise]") {
+  // by squaring in int64 (past 2^53, where a float computation would round), wrapping on
+  // overflow; a negative exponent truncates 1 / a^-b: 1 for a base of 1, +-1 for -1, else 0
+  const long big = 3037000499;  // floor(sqrt(2^63 - 1))
+  const xf::tensor a = xf::tensor{3L, -2L, 1L, -1L, -1L, 0L, 0L, 5L, 2L, big, 3L, 2L};  // (std::int64_t is long)
+  const xf::tensor b = xf::tensor{39L, 3L, -5L, -3L, -4L, 0L, 7L, -1L, -1L, 2L, 0L, 64L};
+  const xf::tensor r = xf::pow(a, b);
+  REQUIRE(r.dtype() == xf::i64);
+  const std::vector<std::int64_t> expect = {4052555153018976267, -8, 1, -1, 1, 1, 0, 0, 0, big * big, 1, 0};
+  for (std::size_t i = 0; i < expect.size(); ++i) {
+    INFO("element " << i);
+    CHECK(r.select(0, static_cast<std::int64_t>(i)).item<std::int64_t>() == expect[i]);
+  }
+  // 3^41 wraps as two's complement (torch gives the same bits)
+  const std::uint64_t wrapped = 4052555153018976267ull * 9ull;
+  CHECK(xf::pow(xf::tensor{std::int64_t(3)}, xf::tensor{std::int64_t(41)}).item<std::int64_t>() ==
+        static_cast<std::int64_t>(wrapped));
+  // broadcasting, a 0-d exponent, and under vmap (the batch rule keeps the dtype)
+  CHECK(xf::equal(xf::pow(xf::arange(5), xf::scalar(std::int64_t(2))), xf::arange(5) * xf::arange(5)));
+  const xf::tensor rows = xf::arange(6).reshape({2, 3});
+  const xf::tensor v = xf::vmap([](const xf::tensor& x) { return xf::pow(x, xf::tensor{std::int64_t(3)}); })(rows);
+  CHECK(v.dtype() == xf::i64);
+  CHECK(xf::equal(v, rows * rows * rows));
 }
 
 TEST_CASE("pointwise: pow's derivatives at a zero base and a zero exponent are torch's", "[ops][pointwise]") {

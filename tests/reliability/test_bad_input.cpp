@@ -762,7 +762,10 @@ void in_place(table& t) {
   // an integer result into a boolean tensor (torch: "result type Long can't be cast to ... Bool")
   t.op("xf::tensor::add_ of an int64 tensor into bool", b3(), [](const tensor& x) { x.clone().add_(xf::tensor{1, 1, 1}); },
        {"xf::add_", "a int64 result cannot be written into a bool tensor in place"});
-  t.op("xf::tensor::neg_ of bool", b3(), [](const tensor& x) { x.clone().neg_(); }, {"xf::neg_", "bool tensor in place"});
+  t.op("xf::tensor::neg_ of bool (torch: 'Negation ... on a bool tensor is not supported')", b3(),
+       [](const tensor& x) { x.clone().neg_(); }, {"xf::neg", "negation (the - operator) of a boolean tensor"});
+  t.op("xf::sub of bool tensors (torch: 'Subtraction ... with two bool tensors is not supported')", b3(),
+       [](const tensor& x) { (void)(x - x); }, {"xf::sub", "with a boolean tensor is not supported", "xf::logical_not"});
   t.op("xf::tensor::fill_(NaN) of int64 (torch: 'cannot be converted to type int64_t')", i3(),
        [](const tensor& x) { x.clone().fill_(std::nan("")); }, {"xf::fill_", "int64"});
   t.op("xf::tensor::fill_(1e300) of int64", i3(), [](const tensor& x) { x.clone().fill_(1e300); }, {"xf::fill_", "int64"});

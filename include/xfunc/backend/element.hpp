@@ -199,10 +199,28 @@ XFUNC_ELEMENT_SATURATING(tanh)
 XFUNC_ELEMENT_SATURATING(erf)
 #undef XFUNC_ELEMENT_SATURATING
 
-/// a to the power b, as std::pow gives it (NOTE: [Exponentials of double registers]).
+/// a to the power b for integers, as torch computes it: by squaring, wrapping on overflow (the
+/// products are taken unsigned), and for b < 0 the truncated value of 1 / a^-b (1 for a = 1,
+/// +-1 for a = -1, else 0).
+template <class T>
+XFUNC_ELEMENT_FN T integer_pow(T a, T b) {
+  if (b < 0) return a == 1 ? T(1) : a == -1 ? (b % 2 != 0 ? T(-1) : T(1)) : T(0);
+  using U = std::make_unsigned_t<T>;
+  U result = 1, base = static_cast<U>(a);
+  for (U e = static_cast<U>(b); e != 0; e >>= 1) {
+    if (e & 1) result *= base;
+    base *= base;
+  }
+  return static_cast<T>(result);
+}
+
+/// a to the power b, as std::pow gives it (NOTE: [Exponentials of double registers]); integers
+/// as integer_pow.
 template <class X>
 XFUNC_ELEMENT_FN X pow(const X& a, const X& b) {
-  if constexpr (backend::is_simd<X>::value) {
+  if constexpr (std::is_integral_v<X>) {
+    return integer_pow(a, b);
+  } else if constexpr (backend::is_simd<X>::value) {
     using T = value_t<X>;
     auto by_lane = [&] { return lane_by_lane([](T u, T v) { return std::pow(u, v); }, a, b); };
     if constexpr (std::is_same_v<T, double>) {

@@ -49,9 +49,9 @@ struct elementwise_args {
 // level has one split per output and writes the result. The host picks the splits from the
 // shapes alone (include/xfunc/cuda/ops.hpp, reduction_splits), so results are the same in every
 // run. Along a contiguous reduced dim a split reads 16-byte packs s, s + splits, ... instead,
-// four loads at a time (kernels.cu, fold_row_packs): one 4-byte load in flight per thread left a
-// 16384^2 row sum at 1.4 TB/s on an H200. When the kept dims are the contiguous ones (column sums), neighbouring threads take
-// neighbouring outputs instead (outputs_fast). softmax, log_softmax and logsumexp are split
+// four loads at a time (kernels.cu, fold_row_packs): one 4-byte load in flight per thread left
+// a 16384^2 row sum at 1.4 TB/s on an H200. When the kept dims are the contiguous ones (column
+// sums), neighbouring threads take neighbouring outputs instead (outputs_fast). softmax, log_softmax and logsumexp are split
 // reductions too (amax, then the sum of exp(x - max), then an elementwise pass); argmax keeps
 // one thread per output.
 

@@ -213,6 +213,10 @@ tensor unary_kernel(std::span<const tensor> in, const no_attrs&) {
 template <class D>
 tensor binary_kernel(std::span<const tensor> in, const no_attrs&) {
   const dtype c = D::compute_dtype(in[0].dtype(), in[1].dtype());
+  if (gives_boolean<D>(in[0].dtype(), in[1].dtype())) {  // (xf_add_b8: bool in, bool out)
+    const shape_t shape = broadcast_shapes(in[0].shape(), in[1].shape(), D::name);
+    return elementwise(kernel_name(D::name, dtype::boolean), shape, dtype::boolean, {&in[0], &in[1]}, D::name);
+  }
   if constexpr (!D::types::bool_out)
     if (tensor r = backend::defer_binary<D>(in[0], in[1], c); r.defined()) return r;  // NOTE: [Fused device programs]
   const dtype out_dt = D::types::bool_out ? dtype::boolean : c;

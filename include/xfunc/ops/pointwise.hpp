@@ -26,6 +26,10 @@ struct pointwise_unary {
   static tensor kernel(std::span<const tensor> in, const attrs&) {
     if (tensor r = backend::defer_unary<D>(in[0]); r.defined()) return r;
     const dtype dt = in[0].dtype();
+    if constexpr (requires { D::refuses_boolean; })
+      if (dt == dtype::boolean)
+        fail(D::name, ": negation (the - operator) of a boolean tensor is not supported; to invert a mask use "
+             "xf::logical_not, or convert it first with .to(xf::i64) or .to(xf::f32)");
     if constexpr (D::keeps_dtype) {
       const dtype c = dt == dtype::boolean ? dtype::int64 : dt;
       return backend::unary<backend::numeric_types>(in[0], c, c, D::fn);
@@ -53,6 +57,7 @@ template <class>
 struct neg_op_t : pointwise_unary<neg_op> {
   static constexpr const char* name = "xf::neg";
   static constexpr bool keeps_dtype = true;
+  static constexpr bool refuses_boolean = true;  // as torch
   static constexpr auto fn = [](const auto& x) { return -x; };
   static tensor derivative(const tensor& x, const tensor&) { return plain_full(x.shape(), -1.0, x.dtype(), x.device()); }
 };
@@ -239,6 +244,15 @@ struct erf_op_t : pointwise_unary<erf_op> {
   }
 };
 
+/// Whether binary op D gives a boolean for these operand dtypes: add, mul, maximum and minimum
+/// of two booleans do (or, and, or, and), as in torch (`bool_closed`); other integer results are
+/// int64.
+template <class D>
+bool gives_boolean(dtype a, dtype b) {
+  if constexpr (requires { D::bool_closed; }) return a == dtype::boolean && b == dtype::boolean;
+  else return false;
+}
+
 // NOTE: [Pointwise binary ops]
 // Binary ops broadcast; their gradients are summed back to each argument's shape and dtype
 // (sum_to). The batch rule is shared: align the batched arguments (align_for_broadcast) and
@@ -248,6 +262,8 @@ struct pointwise_binary {
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
     const dtype c = D::compute_dtype(in[0].dtype(), in[1].dtype());
+    if (gives_boolean<D>(in[0].dtype(), in[1].dtype()))  // computed in int64, each result nonzero or not
+      return backend::binary<backend::compare_types>(in[0], in[1], c, dtype::boolean, D::fn, D::name);
     if constexpr (!D::types::bool_out)
       if (tensor r = backend::defer_binary<D>(in[0], in[1], c); r.defined()) return r;
     return backend::binary<typename D::types>(in[0], in[1], c, c, D::fn, D::name);
@@ -274,6 +290,13 @@ inline dtype arithmetic_dtype(dtype a, dtype b) {
   return c == dtype::boolean ? dtype::int64 : c;
 }
 inline dtype floating_dtype(dtype a, dtype b) { return promote_with_double(promote(a, b)); }
+/// sub's dtype; a boolean operand is refused, as torch refuses it.
+inline dtype subtraction_dtype(dtype a, dtype b) {
+  if (a == dtype::boolean || b == dtype::boolean)
+    fail("xf::sub: subtraction (the - operator) with a boolean tensor is not supported; to invert a mask use "
+         "xf::logical_not, or convert it first with .to(xf::i64) or .to(xf::f32)");
+  return arithmetic_dtype(a, b);
+}
 
 /// The tangent t of one argument of add/sub, as a tangent of the output: broadcast to the
 /// output's shape and promoted to its dtype (computed from the arguments, not the output).
@@ -291,6 +314,7 @@ struct add_op_t : pointwise_binary<add_op> {
   static constexpr const char* name = "xf::add";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
+  static constexpr bool bool_closed = true;  // (gives_boolean)
   static constexpr auto fn = [](const auto& a, const auto& b) { return a + b; };
   // add and sub need no multiplication by a constant 1
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
@@ -309,7 +333,7 @@ template <class>
 struct sub_op_t : pointwise_binary<sub_op> {
   static constexpr const char* name = "xf::sub";
   using types = backend::numeric_types;
-  static constexpr auto compute_dtype = arithmetic_dtype;
+  static constexpr auto compute_dtype = subtraction_dtype;
   static constexpr auto fn = [](const auto& a, const auto& b) { return a - b; };
   static tensor_list vjp(std::span<const tensor> in, const tensor&, const tensor& g, const attrs&) {
     return {sum_to(g, in[0]), sum_to(-g, in[1])};
@@ -328,6 +352,7 @@ struct mul_op_t : pointwise_binary<mul_op> {
   static constexpr const char* name = "xf::mul";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
+  static constexpr bool bool_closed = true;  // (gives_boolean)
   static constexpr auto fn = [](const auto& a, const auto& b) { return a * b; };
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) { return {b, a}; }
 };
@@ -353,8 +378,8 @@ template <class>
 struct pow_op_t : pointwise_binary<pow_op> {
   static constexpr const char* name = "xf::pow";
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
-  using types = backend::floating_types;
-  static constexpr auto compute_dtype = floating_dtype;
+  using types = backend::numeric_types;
+  static constexpr auto compute_dtype = arithmetic_dtype;  // int64 ** int64 is int64, as in torch
   static constexpr auto fn = [](const auto& a, const auto& b) { return element::pow(a, b); };
   // As torch: d/da = b a^(b-1), taken as 0 where b == 0 (0^0 included); d/db = a^b log a, taken
   // as 0 where a == 0 and b >= 0, NaN for a negative base (log a). The log reads 1 where masked,
@@ -373,6 +398,7 @@ struct maximum_op_t : pointwise_binary<maximum_op> {
   static constexpr const char* name = "xf::maximum";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
+  static constexpr bool bool_closed = true;  // (gives_boolean)
   static constexpr auto fn = [](const auto& a, const auto& b) { return element::maximum(a, b); };
   // as torch: ties split the gradient evenly, and a NaN on either side passes it to both
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) {
@@ -389,6 +415,7 @@ struct minimum_op_t : pointwise_binary<minimum_op> {
   static constexpr const char* name = "xf::minimum";
   using types = backend::numeric_types;
   static constexpr auto compute_dtype = arithmetic_dtype;
+  static constexpr bool bool_closed = true;  // (gives_boolean)
   static constexpr auto fn = [](const auto& a, const auto& b) { return element::minimum(a, b); };
   // as torch: ties split the gradient evenly, and a NaN on either side passes it to both
   static std::pair<tensor, tensor> partials(const tensor& a, const tensor& b, const tensor&) {
