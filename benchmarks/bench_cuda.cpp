@@ -96,7 +96,7 @@ struct baselines {
     xc::check(d, d.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev), "bench_cuda");
     xc::check(d, d.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev), "bench_cuda");
     const std::string cubin =
-        xc::kernels().get(xc::nvrtc(), baseline_source, "sm_" + std::to_string(major * 10 + minor), {"-O3"}, "bench_cuda");
+        xc::kernels().get(xc::nvrtc(), baseline_source, "sm_" + std::to_string(major * 10 + minor), {}, "bench_cuda");
     xc::check(d, d.module_load_data(&module, cubin.data()), "bench_cuda: cuModuleLoadData");
   }
   /// Launches kernel `name` with `grid` blocks of `block` threads and the given arguments.
