@@ -256,15 +256,13 @@ XFUNC_UNROLL
   }
 }
 
-/// A negative index counts from the end (the host checked every index is in [-n, n)).
-XFUNC_DEVICE inline long long wrap_index(long long k, long long n) { return k < 0 ? k + n : k; }
 /// gather (and index_select, as a gather with a broadcast index): operand 0 is the input with
 /// its stride along dim set to 0, operand 1 the index; the indexed element is index_stride
 /// further per unit of the index.
 template <class T>
 XFUNC_DEVICE void gather(const elementwise_args& a) {
   for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT) {
-    const long long k = wrap_index(input<long long>(a, 1, i), a.index_n);
+    const long long k = input<long long>(a, 1, i);  // (the host checked every index is in [0, n))
     output<T>(a, i) = static_cast<const T*>(a.in[0])[operand_offset(a, 0, i) + k * a.index_stride];
   }
 }
@@ -273,7 +271,7 @@ XFUNC_DEVICE void gather(const elementwise_args& a) {
 template <class T>
 XFUNC_DEVICE void scatter_add(const elementwise_args& a) {
   for (long long i = XFUNC_THREAD_ID; i < a.n; i += XFUNC_THREAD_COUNT) {
-    const long long k = wrap_index(input<long long>(a, 1, i), a.index_n);
+    const long long k = input<long long>(a, 1, i);  // (the host checked every index is in [0, n))
     xfunc_atomic_add(&output<T>(a, i) + k * a.index_stride, input<T>(a, 0, i));
   }
 }

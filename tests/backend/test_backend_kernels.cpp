@@ -648,7 +648,7 @@ TEST_CASE("where and clamp: broadcast, transposed, every dtype", "[backend][poin
   xf::detail::set_deferred_min_numel(saved);
 }
 
-TEST_CASE("index_select: every dim, strided inputs, negative and repeated indices", "[backend][index]") {
+TEST_CASE("index_select: every dim, strided inputs, repeated indices; negative ones refused", "[backend][index]") {
   std::mt19937 g(7);
   for (xf::dtype dt : all_dtypes) {
     INFO(dt);
@@ -658,7 +658,7 @@ TEST_CASE("index_select: every dim, strided inputs, negative and repeated indice
         INFO("dim " << dim << ", input " << t.shape());
         const std::int64_t n = t.size(dim);
         std::vector<std::int64_t> iv(static_cast<std::size_t>(2 * n + 3));
-        for (auto& v : iv) v = std::uniform_int_distribution<std::int64_t>(-n, n - 1)(g);
+        for (auto& v : iv) v = std::uniform_int_distribution<std::int64_t>(0, n - 1)(g);
         xf::tensor idx = xf::zeros({static_cast<std::int64_t>(iv.size())}, xf::i64);
         std::memcpy(idx.impl()->data<std::int64_t>(), iv.data(), iv.size() * sizeof(std::int64_t));
         const xf::tensor r = same_at_every_thread_count([&] { return xf::index_select(t, dim, idx); });
@@ -666,7 +666,6 @@ TEST_CASE("index_select: every dim, strided inputs, negative and repeated indice
           auto pos = unravel(i, r.shape());
           std::int64_t& k = pos[static_cast<std::size_t>(dim)];
           k = iv[static_cast<std::size_t>(k)];
-          if (k < 0) k += n;
           return value_at(t, ravel(pos, t.shape()));
         });
       }
@@ -675,6 +674,10 @@ TEST_CASE("index_select: every dim, strided inputs, negative and repeated indice
   const xf::tensor t = xf::randn({600, 500});
   CHECK_THROWS_WITH(xf::index_select(t, 1, xf::tensor{std::int64_t(3), std::int64_t(500)}),
                     Catch::Contains("index 500 is out of range for dimension 1 of size 500"));
+  // (torch 1.13 refuses negative indices; xfunc counted them from the end before 2026-12-04)
+  CHECK_THROWS_WITH(xf::index_select(t, 1, xf::tensor{std::int64_t(3), std::int64_t(-1)}),
+                    "xf::index_select: index -1 is out of range for dimension 1 of size 500 (indices count from 0; "
+                    "negative ones are refused, as in torch)");
   CHECK(xf::index_select(t, 0, xf::zeros({0}, xf::i64)).shape() == xf::shape_t{0, 500});
   CHECK(xf::index_select(xf::full({}, 4.0), 0, xf::tensor{std::int64_t(0)}).item<double>() == 4.0);
 }
@@ -684,7 +687,7 @@ TEST_CASE("gather and scatter_add: every dim, strided and expanded operands, bit
   auto random_index = [&](const xf::shape_t& shape, std::int64_t n) {
     xf::tensor idx = xf::zeros(shape, xf::i64);
     std::int64_t* p = idx.impl()->data<std::int64_t>();
-    for (std::int64_t i = 0; i < idx.numel(); ++i) p[i] = std::uniform_int_distribution<std::int64_t>(-n, n - 1)(g);
+    for (std::int64_t i = 0; i < idx.numel(); ++i) p[i] = std::uniform_int_distribution<std::int64_t>(0, n - 1)(g);
     return idx;
   };
   for (xf::dtype dt : all_dtypes) {
@@ -702,8 +705,7 @@ TEST_CASE("gather and scatter_add: every dim, strided and expanded operands, bit
         const xf::tensor r = same_at_every_thread_count([&] { return xf::gather(t, dim, idx); });
         check_elements(r, [&](std::int64_t i) {
           auto pos = unravel(i, ishape);
-          std::int64_t k = static_cast<std::int64_t>(value_at(idx, i));
-          pos[static_cast<std::size_t>(dim)] = k < 0 ? k + n : k;
+          pos[static_cast<std::size_t>(dim)] = static_cast<std::int64_t>(value_at(idx, i));
           return value_at(t, ravel(pos, t.shape()));
         });
       }
@@ -715,25 +717,20 @@ TEST_CASE("gather and scatter_add: every dim, strided and expanded operands, bit
   const xf::tensor ge = same_at_every_thread_count([&] { return xf::gather(t, 0, row_idx); });
   check_elements(ge, [&](std::int64_t i) {
     auto pos = unravel(i, {150, 500});
-    std::int64_t k = static_cast<std::int64_t>(value_at(row_idx, i));
-    return value_at(t, ravel({k < 0 ? k + 200 : k, pos[1]}, t.shape()));
+    const std::int64_t k = static_cast<std::int64_t>(value_at(row_idx, i));
+    return value_at(t, ravel({k, pos[1]}, t.shape()));
   });
-  // chunks of indices with and without negative ones (each takes its own loop: NOTE: [Index
-  // kernels]): rows of 1000 along dim 1, all non-negative, negative only in the last chunk or
-  // only at the first position; the same along a strided dim 0
+  // a negative index is refused wherever it falls in the chunks that gather checks before it
+  // reads (NOTE: [Index kernels]): in the last chunk of a row, at a row's first position; along
+  // a contiguous dim and a strided one
   {
     const xf::tensor src = xf::randn({3, 1000}, xf::f64);
-    xf::tensor idx = random_index({3, 1000}, 1000);
-    std::int64_t* p = idx.impl()->data<std::int64_t>();
-    for (std::int64_t i = 0; i < 3000; ++i) p[i] += p[i] < 0 ? 1000 : 0;
-    p[1000 + 900] -= 1000;
-    p[2000] -= 1000;
-    for (const xf::tensor& x : {src, src.t().contiguous().t()}) {
-      const xf::tensor r = same_at_every_thread_count([&] { return xf::gather(x, 1, idx); });
-      check_elements(r, [&](std::int64_t i) {
-        const std::int64_t k = p[i];
-        return value_at(x, (i / 1000) * 1000 + (k < 0 ? k + 1000 : k));
-      });
+    for (std::int64_t at : {1000 + 900, 2000}) {
+      xf::tensor idx = random_index({3, 1000}, 1000);
+      idx.impl()->data<std::int64_t>()[at] = -1;
+      for (const xf::tensor& x : {src, src.t().contiguous().t()})
+        CHECK_THROWS_WITH(xf::gather(x, 1, idx), "xf::gather: index -1 is out of range for dimension 1 of size 1000 "
+                                                 "(indices count from 0; negative ones are refused, as in torch)");
     }
   }
   // the first bad index in row-major order is reported, at every thread count
@@ -743,17 +740,19 @@ TEST_CASE("gather and scatter_add: every dim, strided and expanded operands, bit
   bad.impl()->data<std::int64_t>()[20 * 512 + 501] = 600;
   for (int threads : {1, 2, 3}) {
     xf::set_num_threads(threads);
-    CHECK_THROWS_WITH(xf::gather(xf::randn({512, 512}), 1, bad),
-                      "xf::gather: index -777 is out of range for dimension 1 of size 512");
+    const std::string msg = " index -777 is out of range for dimension 1 of size 512 (indices count from 0; negative "
+                            "ones are refused, as in torch)";
+    CHECK_THROWS_WITH(xf::gather(xf::randn({512, 512}), 1, bad), "xf::gather:" + msg);
     CHECK_THROWS_WITH(xf::detail::call<xf::detail::scatter_add_op>({1}, xf::zeros({512, 512}), bad, xf::ones({512, 512})),
-                      "xf::scatter_add: index -777 is out of range for dimension 1 of size 512");
+                      "xf::scatter_add:" + msg);
   }
   xf::set_num_threads(2);
   // extreme values (the range check must not wrap) and an empty dim (nothing to read instead)
   for (std::int64_t v : {INT64_MIN, INT64_MAX, std::int64_t(-513), std::int64_t(512)}) {
     xf::tensor e = xf::zeros({4, 37}, xf::i64);
     e.impl()->data<std::int64_t>()[2 * 37 + 35] = v;
-    const std::string msg = " is out of range for dimension 1 of size 512";
+    const std::string msg = std::string(" is out of range for dimension 1 of size 512") +
+                            (v < 0 ? " (indices count from 0; negative ones are refused, as in torch)" : "");
     CHECK_THROWS_WITH(xf::gather(xf::randn({4, 512}), 1, e), "xf::gather: index " + std::to_string(v) + msg);
     CHECK_THROWS_WITH(xf::detail::call<xf::detail::scatter_add_op>({1}, xf::zeros({4, 512}), e, xf::ones({4, 37})),
                       "xf::scatter_add: index " + std::to_string(v) + msg);
@@ -781,8 +780,7 @@ TEST_CASE("gather and scatter_add: every dim, strided and expanded operands, bit
         for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = static_cast<float>(value_at(b0, static_cast<std::int64_t>(i)));
         for (std::int64_t i = 0; i < idx.numel(); ++i) {
           auto pos = unravel(i, ishape);
-          std::int64_t k = static_cast<std::int64_t>(value_at(idx, i));
-          pos[static_cast<std::size_t>(dim)] = k < 0 ? k + n : k;
+          pos[static_cast<std::size_t>(dim)] = static_cast<std::int64_t>(value_at(idx, i));
           acc[static_cast<std::size_t>(ravel(pos, bshape))] += static_cast<float>(value_at(src, i));
         }
         for (std::size_t i = 0; i < acc.size(); ++i) expect[i] = acc[i];
@@ -790,8 +788,7 @@ TEST_CASE("gather and scatter_add: every dim, strided and expanded operands, bit
         for (std::size_t i = 0; i < expect.size(); ++i) expect[i] = value_at(b0, static_cast<std::int64_t>(i));
         for (std::int64_t i = 0; i < idx.numel(); ++i) {
           auto pos = unravel(i, ishape);
-          std::int64_t k = static_cast<std::int64_t>(value_at(idx, i));
-          pos[static_cast<std::size_t>(dim)] = k < 0 ? k + n : k;
+          pos[static_cast<std::size_t>(dim)] = static_cast<std::int64_t>(value_at(idx, i));
           expect[static_cast<std::size_t>(ravel(pos, bshape))] += value_at(src, i);
         }
       }

@@ -466,6 +466,9 @@ void nn_and_linalg(table& t) {
        {"xf::cross_entropy", "out of range for 4 classes"});
   t.op("xf::cross_entropy with class -1 (gather would take it from the end)", logits,
        [](const tensor& l) { (void)xf::cross_entropy(l, tensor{0, -1, 1}); }, {"xf::cross_entropy", "out of range (negative)"});
+  t.call("xf::cross_entropy under vmap with a batched target holding class -1 (torch refuses it)", [logits] {
+    (void)xf::vmap([&](const tensor& target) { return xf::cross_entropy(logits, target); })(tensor{{0, 1, 2}, {0, -1, 1}});
+  }, {"xf::gather", "index -1 is out of range", "negative ones are refused"});
   t.op("xf::cross_entropy with class -100 (torch's ignore_index is not supported)", logits,
        [](const tensor& l) { (void)xf::cross_entropy(l, tensor{0, -100, 1}); }, {"xf::cross_entropy", "out of range"});
   t.op("xf::cross_entropy of a 0-d target with class 7 of 4", x3(),
@@ -615,6 +618,9 @@ void views_and_indexing(table& t) {
        {"=index 2 is out of range for dimension 0 of size 2", "index 2 is out of range"}},
       {"xf::index_select index -4", "xf::index_select", [](const tensor& x) { (void)xf::index_select(x, 1, tensor{-4}); },
        {"=index -4 is out of range for dimension 1 of size 3", "index -4 is out of range"}},
+      {"xf::index_select index -1 (torch refuses negative indices)", "xf::index_select",
+       [](const tensor& x) { (void)xf::index_select(x, 1, tensor{-1}); },
+       {"=index -1 is out of range for dimension 1 of size 3", "negative ones are refused, as in torch"}},
       {"xf::index_select float index", "xf::index_select",
        [](const tensor& x) { (void)xf::index_select(x, 0, tensor{0.0}); }, {"index must be an int64 tensor"}},
       {"xf::index_select 2-d index", "xf::index_select", [](const tensor& x) { (void)xf::index_select(x, 0, tensor{{0}}); },
@@ -629,6 +635,9 @@ void views_and_indexing(table& t) {
        {"=index 3 is out of range for dimension 1 of size 3", "index 3 is out of range"}},
       {"xf::gather index -4", "xf::gather", [](const tensor& x) { (void)xf::gather(x, 1, tensor{{0, -4}}); },
        {"=index -4 is out of range for dimension 1 of size 3", "index -4 is out of range"}},
+      {"xf::gather index -1 (torch refuses negative indices)", "xf::gather",
+       [](const tensor& x) { (void)xf::gather(x, 1, tensor{{0, -1}}); },
+       {"=index -1 is out of range for dimension 1 of size 3", "negative ones are refused, as in torch"}},
       {"xf::gather 1-d index into 2-d", "xf::gather", [](const tensor& x) { (void)xf::gather(x, 1, tensor{0, 1}); },
        {"as many dimensions"}},
       {"xf::gather index larger than the input", "xf::gather",

@@ -23,21 +23,24 @@ namespace xfunc::detail::backend {
 // the sums are bitwise the same for every thread count. When the index has nothing to split
 // (index_add of narrow rows along dim 0, say), scatter_add runs on one thread.
 // An index out of range is reported for the first bad position in row-major order, whichever
-// task finds it, so the message does not depend on the thread count either. gather checks a
-// chunk of indices (vectorised) before it reads through them, so its read loop has no test, and
-// no wrap of negative indices when the chunk has none;
-// scatter_add tests each index as it adds and stops a unit at the first bad one (the op fails,
-// so what it added is never seen).
+// task finds it, so the message does not depend on the thread count either. Indices count from
+// 0: a negative one is out of range, as in torch (since 2026-12-04; they used to count from the
+// end). gather checks a chunk of indices (vectorised) before it reads through them, so its read
+// loop has no test; scatter_add tests each index as it adds and stops a unit at the first bad
+// one (the op fails, so what it added is never seen).
 inline constexpr std::int64_t index_grain = std::int64_t(1) << 14;
 inline constexpr std::int64_t scatter_piece = 256;
 
-/// Whether index k is valid for a dim of n: in [-n, n). Branch-free (k + n in [0, 2n) as
-/// unsigned; no wrap: both are below 2^63).
+/// Whether index k is valid for a dim of n: in [0, n). One unsigned comparison (a negative k is
+/// above 2^63).
 inline bool index_in_range(std::int64_t k, std::int64_t n) {
-  return static_cast<std::uint64_t>(k) + static_cast<std::uint64_t>(n) < 2 * static_cast<std::uint64_t>(n);
+  return static_cast<std::uint64_t>(k) < static_cast<std::uint64_t>(n);
 }
-/// k, or k + n for a negative k (Python's indexing); for k in [-n, n) the result is in [0, n).
-inline std::int64_t wrap_index(std::int64_t k, std::int64_t n) { return k + ((k >> 63) & n); }
+/// Throws the index ops' error for index k, out of range for dimension dim of size n.
+[[noreturn, gnu::cold]] inline void fail_index(const char* op, std::int64_t k, std::int64_t dim, std::int64_t n) {
+  fail(op, ": index ", k, " is out of range for dimension ", dim, " of size ", n,
+       k < 0 ? " (indices count from 0; negative ones are refused, as in torch)" : "");
+}
 
 /// The first (row-major) out-of-range index seen by the tasks of an index kernel.
 struct first_bad_index {
@@ -53,8 +56,7 @@ struct first_bad_index {
     }
   }
   void report(const char* op, std::int64_t dim, std::int64_t n) {
-    if (pos.load(std::memory_order_relaxed) != INT64_MAX)
-      fail(op, ": index ", value, " is out of range for dimension ", dim, " of size ", n);
+    if (pos.load(std::memory_order_relaxed) != INT64_MAX) fail_index(op, value, dim, n);
   }
 };
 
@@ -72,33 +74,23 @@ struct first_bad_index {
 // The inner loops take every stride by value: captured by reference, each would be reloaded
 // after every store (the compiler cannot prove the store leaves it alone).
 
-/// What a pass over a chunk of indices found: one out of [-n, n), or all in range and some
-/// negative (they need wrapping), or all in [0, n).
-enum class index_chunk { out_of_range, negative, non_negative };
-
-/// Classifies ix[i * il], i in [b, e), for a dim of n: a branch-free pass, in SIMD registers for
+/// Whether ix[i * il], i in [b, e), are all in [0, n): a branch-free pass, in SIMD registers for
 /// a contiguous index.
-inline index_chunk classify_indices(const std::int64_t* ix, std::int64_t il, std::int64_t b, std::int64_t e,
-                                    std::int64_t n) {
+inline bool indices_in_range(const std::int64_t* ix, std::int64_t il, std::int64_t b, std::int64_t e, std::int64_t n) {
   std::int64_t i = b;
-  bool bad = false, negative = false;
+  bool bad = false;
   if (il == 1) {
     using V = xsimd::batch<std::int64_t>;
-    const V lo(-n - 1), hi(n), zero(0);
-    auto out = zero != zero, neg = out;
+    const V hi(n), zero(0);
+    auto out = zero != zero;
     for (; i + std::int64_t(V::size) <= e; i += V::size) {
       const V k = V::load_unaligned(ix + i);
-      out = out | (k <= lo) | (k >= hi);
-      neg = neg | (k < zero);
+      out = out | (k < zero) | (k >= hi);
     }
     bad = xsimd::any(out);
-    negative = xsimd::any(neg);
   }
-  for (; i < e; ++i) {
-    bad |= !index_in_range(ix[i * il], n);
-    negative |= ix[i * il] < 0;
-  }
-  return bad ? index_chunk::out_of_range : negative ? index_chunk::negative : index_chunk::non_negative;
+  for (; i < e; ++i) bad |= !index_in_range(ix[i * il], n);
+  return !bad;
 }
 
 /// k, hidden from the optimiser: a loop that reads through it stays a loop of scalar loads.
@@ -111,10 +103,9 @@ inline std::int64_t opaque_index(std::int64_t k) {
   return k;
 }
 
-/// o[i] = x[i * tl + k * sd] for i in [b, e), k = ix[i * il] wrapped, when every index is in
-/// range; returns false (having written part of o) when one is not. Checked a chunk at a time,
-/// before the chunk's reads: the check vectorises, and the gather loop has no test to carry and
-/// no wrap when the chunk has no negative index (torch's loop has none: it rejects them).
+/// o[i] = x[i * tl + k * sd] for i in [b, e), k = ix[i * il], when every index is in range;
+/// returns false (having written part of o) when one is not. Checked a chunk at a time, before
+/// the chunk's reads: the check vectorises, and the gather loop has no test to carry.
 /// Contiguous: along a contiguous last dim (il = 1, tl = 0, sd = 1), constants to the compiler.
 template <bool Contiguous, class T>
 bool gather_row(T* __restrict o, const T* __restrict x, const std::int64_t* __restrict ix, std::int64_t b,
@@ -129,20 +120,14 @@ bool gather_row(T* __restrict o, const T* __restrict x, const std::int64_t* __re
   constexpr std::int64_t chunk = 256;
   for (std::int64_t c = b; c < e; c += chunk) {
     const std::int64_t ce = e - c < chunk ? e : c + chunk;
-    switch (classify_indices(ix, il, c, ce, n)) {
-      case index_chunk::out_of_range: [[unlikely]] return false;
-      case index_chunk::negative:
-        for (std::int64_t i = c; i < ce; ++i) o[i] = x[i * tl + opaque_index(wrap_index(ix[i * il], n)) * sd];
-        break;
-      case index_chunk::non_negative:
-        for (std::int64_t i = c; i < ce; ++i) o[i] = x[i * tl + opaque_index(ix[i * il]) * sd];
-        break;
-    }
+    if (!indices_in_range(ix, il, c, ce, n)) [[unlikely]]
+      return false;
+    for (std::int64_t i = c; i < ce; ++i) o[i] = x[i * tl + opaque_index(ix[i * il]) * sd];
   }
   return true;
 }
 
-/// o[i * ol + k * sd] += x[i * sl] for i in [b, e) in order, k = ix[i * il] wrapped; stops at
+/// o[i * ol + k * sd] += x[i * sl] for i in [b, e) in order, k = ix[i * il]; stops at
 /// the first out-of-range index and returns its i (e when there is none).
 template <class T>
 std::int64_t scatter_add_run(T* o, std::int64_t ol, std::int64_t sd, const std::int64_t* ix, std::int64_t il,
@@ -151,7 +136,7 @@ std::int64_t scatter_add_run(T* o, std::int64_t ol, std::int64_t sd, const std::
     const std::int64_t k = ix[i * il];
     if (!index_in_range(k, n)) [[unlikely]]
       return i;
-    o[i * ol + wrap_index(k, n) * sd] += x[i * sl];
+    o[i * ol + k * sd] += x[i * sl];
   }
   return e;
 }
@@ -298,8 +283,7 @@ tensor index_select(const tensor& t, std::int64_t dim, const tensor& index, cons
   if (r == 0 && k != 1) fail(op, ": a 0-d input takes an index of one element, got ", k);
   const std::int64_t* ip = raw<std::int64_t>(ii);
   for (std::int64_t j = 0; j < k; ++j)  // checked first: k reads, next to the copies
-    if (!index_in_range(ip[j * is], n))
-      fail(op, ": index ", ip[j * is], " is out of range for dimension ", dim, " of size ", n);
+    if (!index_in_range(ip[j * is], n)) fail_index(op, ip[j * is], dim, n);
   if (out.numel() == 0) return out;
   // Slices t[outer..., index[j], inner...] are rows of `inner` elements: one strided row of t
   // each (a t whose inner dims are not is made contiguous first).
@@ -333,7 +317,7 @@ tensor index_select(const tensor& t, std::int64_t dim, const tensor& index, cons
       std::int64_t j = u0 % k;
       for (std::int64_t u = u0; u < u1; ++u) {
         const std::int64_t x = ip[j * is];
-        copy_row<T, T>(po + c.off[0] + j * inner, 1, tp + c.off[1] + wrap_index(x, n) * sd, sl, inner);
+        copy_row<T, T>(po + c.off[0] + j * inner, 1, tp + c.off[1] + x * sd, sl, inner);
         if (++j == k) {
           j = 0;
           c.next();

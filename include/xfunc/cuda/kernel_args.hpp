@@ -33,9 +33,9 @@ struct elementwise_args {
   long long strides[4][max_kernel_dims] = {};  // inputs 0..2, then the output
   double scalar = 0, scalar2 = 0;  // a fill's value, pow's exponent, clamp's bounds
   long long scalar_bits[3] = {};   // the value of input k where in[k] is null
-  // index kernels: the extent n of the indexed dim and the stride along it of the indexed
-  // tensor (gather: the input, read; scatter_add: the output, added into)
-  long long index_n = 0, index_stride = 0;
+  // index kernels: the stride along the indexed dim of the indexed tensor (gather: the input,
+  // read; scatter_add: the output, added into)
+  long long index_stride = 0;
 };
 
 // NOTE: [Split reductions]

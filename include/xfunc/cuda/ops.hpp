@@ -418,7 +418,7 @@ inline void check_indices(const tensor& index, std::int64_t dim, std::int64_t n,
   const tensor host = download(index);
   const std::int64_t* p = host.impl()->data<std::int64_t>();
   for (std::int64_t i = 0; i < host.numel(); ++i)
-    if (!backend::index_in_range(p[i], n)) fail(op, ": index ", p[i], " is out of range for dimension ", dim, " of size ", n);
+    if (!backend::index_in_range(p[i], n)) backend::fail_index(op, p[i], dim, n);
 }
 /// t with its stride along dim set to 0 (the index kernels add the indexed offset themselves).
 inline tensor without_stride(const tensor& t, std::int64_t dim) {
@@ -436,7 +436,6 @@ inline tensor gather_along(const tensor& t, std::int64_t dim, const tensor& inde
   const tensor src = without_stride(t, dim);
   const tensor view = alias_of(src, shape, src.impl()->strides, src.impl()->offset);
   elementwise_args e = elementwise_layout(out, {&view, &index}, op);
-  e.index_n = n;
   e.index_stride = t.dim() ? t.impl()->strides[static_cast<std::size_t>(dim)] : 0;
   launch(context_of(t.device(), op), kernel_name("xf::gather", t.dtype()), out.numel(), e, op);
   return out;
@@ -474,7 +473,6 @@ inline tensor scatter_add_kernel(std::span<const tensor> in, const scatter_add_o
   const tensor src_view = alias_of(src, index.shape(), sst, src.impl()->offset);
   const tensor target = alias_of(without_stride(out, a.dim), index.shape(), without_stride(out, a.dim).impl()->strides, 0);
   elementwise_args e = elementwise_layout(target, {&src_view, &index}, name);
-  e.index_n = n;
   e.index_stride = out.dim() ? out.impl()->strides[static_cast<std::size_t>(a.dim)] : 0;
   launch(context_of(out.device(), name), kernel_name(name, dt), index.numel(), e, name);
   return out;
