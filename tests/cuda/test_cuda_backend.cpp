@@ -124,6 +124,9 @@ TEST_CASE("cuda tensors: ops, broadcasting, reductions, matrix products", "[cuda
   CHECK(xf::equal(xf::maximum(p.cuda(), q.cuda()).cpu(), xf::maximum(p, q)));
   CHECK(xf::equal(xf::minimum(p.cuda(), q.cuda().transpose(0, 1).transpose(0, 1)).cpu(), xf::minimum(p, q)));
   CHECK(xf::equal((p.cuda() + xf::scalar(false)).cpu(), p));
+  CHECK(xf::amax(p.cuda(), {1}).dtype() == xf::b8);
+  CHECK(xf::equal(xf::amax(p.cuda(), {1}).cpu(), xf::amax(p, {1})));
+  CHECK(xf::equal(xf::amin(q.cuda(), {0}).cpu(), xf::amin(q, {0})));
   // a 0-d cpu tensor acts as a scalar
   same(ga * xf::scalar(2.0), a * 2.0);
   // matrix products: plain, transposed operands, an operand expanded over the batch, float32

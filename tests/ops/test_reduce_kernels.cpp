@@ -168,6 +168,13 @@ TEST_CASE("reduction kernels: dtypes, empty and one-element tensors, NaN", "[ops
   CHECK(xf::sum(i, {0}).dtype() == xf::i64);
   CHECK(xf::amax(i, {1}).select(0, 299).item<std::int64_t>() == 119999);
   CHECK(xf::sum(xf::ones({70000}, xf::b8)).item<std::int64_t>() == 70000);
+  // the extremes of booleans are booleans (any, all), as in torch; their sums count (int64)
+  const xf::tensor mask = xf::tensor{{true, false, false}, {false, false, false}};
+  CHECK(xf::amax(mask, {1}).dtype() == xf::b8);
+  CHECK(xf::equal(xf::amax(mask, {1}), xf::tensor{true, false}));
+  CHECK(xf::equal(xf::amin(xf::logical_not(mask), {1}), xf::tensor{false, true}));
+  CHECK(xf::equal(xf::amax(mask.t(), {0}, true), xf::tensor{{true, false}}));
+  CHECK(xf::amax(xf::empty({2, 3}, xf::b8, xf::meta), {1}).dtype() == xf::b8);
   CHECK(xf::prod(xf::full({5, 3}, 2.0, xf::f32), 0).select(0, 1).item<float>() == 32.0f);
   // empty: sums are zero, products one
   CHECK(xf::equal(xf::sum(xf::zeros({3, 0}), {1}), xf::zeros({3})));

@@ -336,7 +336,8 @@ template <class D>
 tensor extreme_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   check_extreme_dims(in[0], a.dims, D::name);
   const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-  return reduce(as_dtype(in[0], dt, D::name), a, kernel_name(D::name, dt), D::name, 0.0, std::nullopt, dt);
+  const tensor r = reduce(as_dtype(in[0], dt, D::name), a, kernel_name(D::name, dt), D::name, 0.0, std::nullopt, dt);
+  return as_dtype(r, in[0].dtype(), D::name);  // (booleans compared as int64 stay boolean, as on the cpu)
 }
 inline tensor argmax_kernel(std::span<const tensor> in, const reduce_attrs& a) {
   check_extreme_dims(in[0], a.dims, argmax_op::name);

@@ -187,8 +187,9 @@ struct extreme_op : weighted_reduction_rules<D> {
   static constexpr bool reads_output = true;  // NOTE: [Saved outputs]
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     check_extreme_dims(in[0], a.dims, D::name);
+    // (booleans are compared as int64 and stay boolean, as in torch)
     const dtype dt = in[0].dtype() == dtype::boolean ? dtype::int64 : in[0].dtype();
-    return reduce_with<backend::extreme_math<D::is_max>, backend::numeric_types>(in[0], a, dt, dt, D::name);
+    return reduce_with<backend::extreme_math<D::is_max>, backend::numeric_types>(in[0], a, dt, in[0].dtype(), D::name);
   }
   /// 1 / (the number of extreme elements) at each extreme element, 0 elsewhere.
   static tensor weights(const tensor& x, const tensor& out, const attrs& a) {
