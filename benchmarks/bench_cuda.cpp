@@ -31,15 +31,16 @@ using xf::tensor;
 
 namespace {
 
-/// The median time of `reps` runs of f (each followed by a device synchronisation), in seconds.
-double median_s(int reps, const std::function<void()>& f) {
+/// The median time of `reps` runs of f, each followed by `wait` (by default a synchronisation
+/// of the whole device), in seconds.
+double median_s(int reps, const std::function<void()>& f, const std::function<void()>& wait = [] { xf::cuda_synchronize(); }) {
   f();  // warm up: kernels loaded, blocks cached
-  xf::cuda_synchronize();
+  wait();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     f();
-    xf::cuda_synchronize();
+    wait();
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
@@ -225,15 +226,13 @@ int main() {
       });
       std::printf("%-44s %12.3f us\n", "  hand-written kernel: launch + synchronize", base * 1e6);
       const xc::device_context& c = hand->ctx;
-      std::vector<double> t;  // the same, waiting for this thread's stream only (not the context)
-      for (int i = 0; i < 200; ++i) {
-        const auto t0 = std::chrono::steady_clock::now();
-        hand->launch("add1", 1, 1, device_ptr<const float>(a), device_ptr<const float>(b), device_ptr<float>(out));
-        xc::check(*c.driver, c.driver->stream_synchronize(c.stream), "bench_cuda");
-        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      }
-      std::sort(t.begin(), t.end());
-      std::printf("%-44s %12.3f us\n", "  the same, synchronizing its stream only", t[t.size() / 2] * 1e6);
+      const double stream_only = median_s(
+          200,
+          [&] {
+            hand->launch("add1", 1, 1, device_ptr<const float>(a), device_ptr<const float>(b), device_ptr<float>(out));
+          },
+          [&] { xc::check(*c.driver, c.driver->stream_synchronize(c.stream), "bench_cuda"); });
+      std::printf("%-44s %12.3f us\n", "  the same, synchronizing its stream only", stream_only * 1e6);
     }
   }
   return 0;

@@ -205,6 +205,7 @@ template <class D>
 tensor unary_kernel(std::span<const tensor> in, const no_attrs&) {
   if (tensor r = backend::defer_unary<D>(in[0]); r.defined()) return r;  // NOTE: [Fused device programs]
   const dtype dt = in[0].dtype();
+  check_boolean_operand<D>(dt);
   const dtype c = D::keeps_dtype ? (dt == dtype::boolean ? dtype::int64 : dt) : promote_with_double(dt);
   const tensor x = as_dtype(in[0], c, D::name);
   return elementwise(kernel_name(D::name, c), x.shape(), c, {&x}, D::name);
@@ -213,15 +214,14 @@ tensor unary_kernel(std::span<const tensor> in, const no_attrs&) {
 template <class D>
 tensor binary_kernel(std::span<const tensor> in, const no_attrs&) {
   const dtype c = D::compute_dtype(in[0].dtype(), in[1].dtype());
-  if (gives_boolean<D>(in[0].dtype(), in[1].dtype())) {  // (xf_add_b8: bool in, bool out)
-    const shape_t shape = broadcast_shapes(in[0].shape(), in[1].shape(), D::name);
-    return elementwise(kernel_name(D::name, dtype::boolean), shape, dtype::boolean, {&in[0], &in[1]}, D::name);
-  }
+  const bool boolean = gives_boolean<D>(in[0].dtype(), in[1].dtype());  // (xf_add_b8: bool in, bool out)
   if constexpr (!D::types::bool_out)
-    if (tensor r = backend::defer_binary<D>(in[0], in[1], c); r.defined()) return r;  // NOTE: [Fused device programs]
-  const dtype out_dt = D::types::bool_out ? dtype::boolean : c;
+    if (!boolean)
+      if (tensor r = backend::defer_binary<D>(in[0], in[1], c); r.defined()) return r;  // NOTE: [Fused device programs]
+  const dtype out_dt = boolean || D::types::bool_out ? dtype::boolean : c;
   const shape_t shape = broadcast_shapes(in[0].shape(), in[1].shape(), D::name);
   check_shape(shape, D::name, dtype_size(out_dt));
+  if (boolean) return elementwise(kernel_name(D::name, dtype::boolean), shape, out_dt, {&in[0], &in[1]}, D::name);
   const tensor a = as_dtype(in[0], c, D::name), b = as_dtype(in[1], c, D::name);
   return elementwise(kernel_name(D::name, c), shape, out_dt, {&a, &b}, D::name);
 }

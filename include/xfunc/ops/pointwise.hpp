@@ -20,16 +20,20 @@ namespace detail {
 // dy/dx = derivative(x, y); the vjp is g * dy/dx and the jvp t * dy/dx, and the batch rule
 // applies the op to the batched value as it is (pointwise ops do not care where the batch dim is). Math ops compute in floating
 // point (integer inputs give float32); `keeps_dtype` ops (neg, abs, sign, relu, square) keep it.
+/// Refuses a boolean operand of a unary op that says why in `boolean_refusal` (neg, as torch).
+template <class D>
+void check_boolean_operand(dtype dt) {
+  if constexpr (requires { D::boolean_refusal; })
+    if (dt == dtype::boolean) fail(D::name, ": ", D::boolean_refusal);
+}
+
 template <class D>
 struct pointwise_unary {
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
     if (tensor r = backend::defer_unary<D>(in[0]); r.defined()) return r;
     const dtype dt = in[0].dtype();
-    if constexpr (requires { D::refuses_boolean; })
-      if (dt == dtype::boolean)
-        fail(D::name, ": negation (the - operator) of a boolean tensor is not supported; to invert a mask use "
-             "xf::logical_not, or convert it first with .to(xf::i64) or .to(xf::f32)");
+    check_boolean_operand<D>(dt);
     if constexpr (D::keeps_dtype) {
       const dtype c = dt == dtype::boolean ? dtype::int64 : dt;
       return backend::unary<backend::numeric_types>(in[0], c, c, D::fn);
@@ -57,7 +61,9 @@ template <class>
 struct neg_op_t : pointwise_unary<neg_op> {
   static constexpr const char* name = "xf::neg";
   static constexpr bool keeps_dtype = true;
-  static constexpr bool refuses_boolean = true;  // as torch
+  static constexpr const char* boolean_refusal =  // as torch
+      "negation (the - operator) of a boolean tensor is not supported; to invert a mask use xf::logical_not, or "
+      "convert it first with .to(xf::i64) or .to(xf::f32)";
   static constexpr auto fn = [](const auto& x) { return -x; };
   static tensor derivative(const tensor& x, const tensor&) { return plain_full(x.shape(), -1.0, x.dtype(), x.device()); }
 };
