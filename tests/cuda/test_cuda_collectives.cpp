@@ -2,7 +2,13 @@
 // include/xfunc/dist/collectives.hpp), as MPI jobs of 1, 2 and 3 ranks on the fake CUDA driver
 // (or a GPU): every collective's value equals the one on cpu tensors and comes back on the
 // device; the transposes and tangents work through them; ranks may hold their values on
-// different devices.
+// different devices. ctest runs it with the fake NCCL (XFUNC_TEST_EXPECT_NCCL=1: the device
+// buffers must go through NCCL) and with no NCCL (=0: through MPI on cpu copies).
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <string>
+
 #include <catch2/catch.hpp>
 
 #include <xfunc/cuda.hpp>
@@ -20,7 +26,56 @@ bool same_on_device(const tensor& got, const tensor& want) {
   return got.device() == xf::cuda && got.shape() == want.shape() && got.dtype() == want.dtype() &&
          xf::allclose(got.cpu(), want, 1e-6, 1e-6);
 }
+/// Every rank's xf::full({n}, rank + 1), in rank order.
+tensors all_ranks_full(std::int64_t n) {
+  tensors xs;
+  for (int r = 0; r < size(); ++r) xs.push_back(xf::full({n}, r + 1.0, xf::f64, xf::cpu));
+  return xs;
+}
+/// The transport ctest asks for: 1 NCCL, 0 MPI, -1 either (a GPU run).
+int expected_nccl() {
+  const char* e = std::getenv("XFUNC_TEST_EXPECT_NCCL");
+  return e && *e ? std::atoi(e) : -1;
+}
+/// The calls the fake NCCL has had in this process (0 before it is loaded, or when it is not the
+/// NCCL loaded).
+long long fake_nccl_calls() {
+  const char* lib = std::getenv("XFUNC_NCCL_LIBRARY");
+  void* h = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+  auto* calls = h ? reinterpret_cast<long long (*)()>(dlsym(h, "xfunc_fake_nccl_calls")) : nullptr;
+  const long long n = calls ? calls() : 0;
+  if (h) dlclose(h);
+  return n;
+}
 }  // namespace
+
+TEST_CASE("collectives on cuda tensors go through NCCL when every rank can run it, else through MPI") {
+  REQUIRE(xf::cuda_is_available());
+  const tensor x = xf::full({5}, static_cast<double>(rank() + 1), xf::f64, xf::cuda);
+  const long long before = fake_nccl_calls();
+  const tensor s = d::all_reduce(x);
+  CHECK(same_on_device(s, xf::full({5}, size() * (size() + 1) / 2.0, xf::f64)));
+  const int want = expected_nccl();
+  INFO("nccl_status: " << d::nccl_status(d::world()));
+  if (want == 1) {
+    CHECK(d::uses_nccl(d::world()));
+    CHECK(d::nccl_status(d::world()).empty());
+    CHECK(fake_nccl_calls() == before + 1);  // one NCCL collective moved the device buffer
+  }
+  if (want == 0) {
+    CHECK_FALSE(d::uses_nccl(d::world()));
+    CHECK(d::nccl_status(d::world()).find("cannot be loaded") != std::string::npos);
+  }
+  // a cpu tensor on every rank still goes through MPI
+  const long long mid = fake_nccl_calls();
+  CHECK(xf::allclose(d::all_reduce(x.cpu()), s.cpu()));
+  CHECK(fake_nccl_calls() == mid);
+  // without the cross-rank check each rank decides from its own tensor: the same choice here
+  d::set_checks(false);
+  CHECK(same_on_device(d::all_gather(x), xf::cat(all_ranks_full(5), 0)));
+  d::set_checks(true);
+  if (want == 1) CHECK(fake_nccl_calls() == mid + 1);
+}
 
 TEST_CASE("every collective on cuda tensors equals it on cpu tensors, and stays on the device") {
   REQUIRE(xf::cuda_is_available());

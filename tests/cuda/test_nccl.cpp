@@ -1,16 +1,20 @@
-// The NCCL transport (include/xfunc/dist/nccl.hpp).
-//   test_nccl host   on any machine: availability is reported without a crash, and without a
-//                    GPU a communicator refuses to start ("not available") on every rank
-//   test_nccl gpu    every buffer-level collective on device buffers, against the MPI ones on
-//                    the same values; exits 77 (ctest: skipped) where there is no GPU
+// The NCCL transport at the buffer level (include/xfunc/dist/nccl.hpp).
+//   test_nccl host     without a CUDA driver: availability is reported without a crash, and a
+//                      communicator refuses to start ("not available") on every rank
+//   test_nccl device   every buffer-level collective on device buffers, against the MPI ones on
+//                      the same values (on the fake driver and NCCL in CI, or a GPU); exits 77
+//                      (ctest: skipped) where NCCL cannot run
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include <xfunc/dist/nccl.hpp>
+#include <xfunc/cuda.hpp>
+#include <xfunc/distributed.hpp>
 
 namespace d = xfunc::dist;
+namespace xf = xfunc;
 
 namespace {
 int failures = 0;
@@ -22,8 +26,9 @@ void check(bool ok, const std::string& what) {
 }
 
 int host_checks() {
-  const bool available = d::nccl_available();  // must not crash without a driver
-  if (available) return 0;                    // (the gpu checks cover this machine)
+  // (ctest runs this with XFUNC_CUDA_DRIVER naming a missing file)
+  check(!d::nccl_available(), "NCCL available without a driver");  // and no crash
+  check(d::nccl_why_not().find("CUDA is not available") != std::string::npos, "the reason: " + d::nccl_why_not());
   try {
     d::nccl_communicator nc(d::world());
     check(false, "a communicator started without a GPU");
@@ -33,32 +38,31 @@ int host_checks() {
   return 0;
 }
 
-// Device buffers of doubles, copied to and from the host.
+// Device buffers of doubles: cuda tensors.
+xf::tensor to_device(const std::vector<double>& host) {
+  xf::tensor h = xf::empty({static_cast<std::int64_t>(host.size())}, xf::f64, xf::cpu);
+  std::copy(host.begin(), host.end(), h.impl()->data<double>());
+  return h.to(xf::cuda);
+}
 struct device_buffer {
+  xf::tensor t;
   double* p = nullptr;
-  std::size_t n = 0;
-  explicit device_buffer(const std::vector<double>& host) : n(host.size()) {
-    d::detail::check_cuda(cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(double)), "cudaMalloc");
-    d::detail::check_cuda(cudaMemcpy(p, host.data(), n * sizeof(double), cudaMemcpyHostToDevice), "cudaMemcpy");
-  }
+  explicit device_buffer(const std::vector<double>& host) : t(to_device(host)), p(t.impl()->device_data<double>()) {}
   explicit device_buffer(std::size_t size) : device_buffer(std::vector<double>(size, -1.0)) {}
-  ~device_buffer() { cudaFree(p); }
   std::vector<double> host() const {
-    std::vector<double> h(n);
-    d::detail::check_cuda(cudaMemcpy(h.data(), p, n * sizeof(double), cudaMemcpyDeviceToHost), "cudaMemcpy");
-    return h;
+    const xf::tensor h = t.cpu();
+    return std::vector<double>(h.impl()->data<double>(), h.impl()->data<double>() + h.numel());
   }
 };
 
-int gpu_checks() {
+int device_checks() {
   if (!d::nccl_available()) {
-    std::printf("no GPU: skipped\n");
+    std::printf("NCCL cannot run here (%s): skipped\n", d::nccl_why_not().c_str());
     return 77;
   }
   const auto& c = d::world().state("test_nccl");
-  d::nccl_communicator nc(d::world());
-  cudaStream_t s;
-  d::detail::check_cuda(cudaStreamCreate(&s), "cudaStreamCreate");
+  d::nccl_communicator nc(d::world(), 0);
+  const CUstream s = xf::detail::cuda::context_for(0, "test_nccl").stream;
   const int N = c.size, r = c.rank;
   const std::int64_t n = 6;
   std::vector<double> mine(static_cast<std::size_t>(n * N));
@@ -117,7 +121,6 @@ int gpu_checks() {
     check(same(out.host(), ref, ref.size()), "all_to_all");
     check(same(ring_out.host(), ring_ref, ring_ref.size()), "send_recv");
   }
-  cudaStreamDestroy(s);
   return 0;
 }
 }  // namespace
@@ -125,7 +128,7 @@ int gpu_checks() {
 int main(int argc, char** argv) {
   d::environment env(argc, argv);
   const std::string mode = argc > 1 ? argv[1] : "host";
-  const int status = mode == "gpu" ? gpu_checks() : host_checks();
+  const int status = mode == "device" ? device_checks() : host_checks();
   int any = failures > 0 ? 1 : 0, all = 0;
   MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (all) return 1;

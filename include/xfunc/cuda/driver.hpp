@@ -48,6 +48,7 @@ struct driver_api {
   decltype(&::cuMemcpyDtoHAsync) memcpy_dtoh_async = nullptr;
   decltype(&::cuStreamCreate) stream_create = nullptr;
   decltype(&::cuStreamSynchronize) stream_synchronize = nullptr;
+  decltype(&::cuStreamQuery) stream_query = nullptr;
 
   /// Whether CUDA can be used: the library loaded, every function was found, cuInit succeeded
   /// and there is at least one device.
@@ -103,6 +104,7 @@ inline driver_api load_driver(const std::vector<std::string>& candidates) {
   l.bind(d.memcpy_dtoh_async, "cuMemcpyDtoHAsync_v2");
   l.bind(d.stream_create, "cuStreamCreate");
   l.bind(d.stream_synchronize, "cuStreamSynchronize");
+  l.bind(d.stream_query, "cuStreamQuery");
   if (!l.missing_symbols().empty()) {
     d.why_not = "the NVIDIA driver library " + l.name() + " lacks functions of the CUDA driver API (" +
                 l.missing_symbols() + "); update the driver";

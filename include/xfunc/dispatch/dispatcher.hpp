@@ -98,12 +98,10 @@ tensor view_as_copy(std::span<const tensor> in, const typename Op::attrs& a);
 // a device other than the cpu runs that device's kernel: `cuda_kernel_of<Op>`, set by the CUDA
 // backend (include/xfunc/cuda/ops.hpp; NOTE: [Device backends]). Ops whose one kernel serves
 // every device run it there: views (they only make new strides over the same storage) and ops
-// that say `device_generic = true` (xf::to between devices, flip). Ops whose kernel can only run
-// on the host say `host_only = true` (xf::dist's collectives: MPI moves host buffers): their
-// device tensors are copied to the cpu by the device's backend (no op, so make_fx records
-// nothing), the kernel runs there, and its result is copied back to the device. All
-// tensor arguments must be on that one device, except 0-d cpu tensors, which act as scalars:
-// moved there, or passed by value to the elementwise kernels (NOTE: [Scalar operands]).
+// that say `device_generic = true` (xf::to between devices, flip, xf::dist's collectives, which
+// choose their transport: NOTE: [Collectives on device tensors]). All tensor arguments must be
+// on that one device, except 0-d cpu tensors, which act as scalars: moved there, or passed by
+// value to the elementwise kernels (NOTE: [Scalar operands]).
 // Transforms need nothing more: their rules call ops, which land here with plain tensors on the
 // device.
 
@@ -122,12 +120,6 @@ template <class Op>
 constexpr bool is_device_generic() {
   if constexpr (requires { Op::device_generic; }) return Op::device_generic;
   else return is_view_op<Op>();
-}
-
-template <class Op>
-constexpr bool is_host_only() {
-  if constexpr (requires { Op::host_only; }) return Op::host_only;
-  else return false;
 }
 
 /// Whether any argument (a plain tensor) lives on a device other than the cpu and meta.
@@ -156,13 +148,7 @@ tensor run_device_kernel(std::span<const tensor> in, const typename Op::attrs& a
     fail(Op::name, ": tensor arguments on different devices (", d, " and ", t.impl()->dev,
          "); move them to one device first, e.g. with .to(", d, ") (only 0-d cpu tensors act as scalars on any device)");
   }
-  if constexpr (is_host_only<Op>()) {
-    const device_backend& b = backend_of(d, Op::name);
-    tensor_list host(in.begin(), in.end());
-    for (auto& t : host)
-      if (t.impl() && t.impl()->dev == d) t = b.download(t);
-    return b.upload(Op::kernel(host, a), d);
-  } else if constexpr (is_device_generic<Op>()) {
+  if constexpr (is_device_generic<Op>()) {
     return Op::kernel(in, a);
   } else {
     const device_kernel_fn<Op> k = cuda_kernel_of<Op>;

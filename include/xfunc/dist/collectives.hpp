@@ -65,17 +65,20 @@ inline std::uint64_t fnv_mix(std::uint64_t h, std::uint64_t word) { return (h ^ 
 
 struct call_header {
   static constexpr int max_dims = 8;
-  static constexpr int words = 6 + max_dims;
-  std::int64_t w[words] = {};  // code, arg a, arg b, arg hash, dtype, rank, dims (the rest hashed in)
+  static constexpr int device_word = 6;  // the tensor is on a device: not compared, it picks the transport
+  static constexpr int words = 7 + max_dims;
+  std::int64_t w[words] = {};  // code, arg a, arg b, arg hash, dtype, rank, on a device, dims (the rest hashed in)
 
-  call_header(collective_code code, std::int64_t a, std::int64_t b, std::uint64_t h, dtype dt, const shape_t& s) {
+  call_header(collective_code code, std::int64_t a, std::int64_t b, std::uint64_t h, dtype dt, const shape_t& s,
+              bool on_device = false) {
     w[0] = static_cast<std::int64_t>(code);
     w[1] = a;
     w[2] = b;
     w[4] = static_cast<std::int64_t>(dt);
     w[5] = static_cast<std::int64_t>(s.size());
+    w[device_word] = on_device ? 1 : 0;
     for (std::size_t i = 0; i < s.size(); ++i) {
-      if (i < max_dims) w[6 + i] = s[i];
+      if (i < max_dims) w[7 + i] = s[i];
       else h = fnv_mix(h, static_cast<std::uint64_t>(s[i]));  // dims past max_dims: in the hash
     }
     w[3] = static_cast<std::int64_t>(h);
@@ -86,7 +89,7 @@ struct call_header {
       return std::string(collective_name(w[1])) + " with arguments it refused (its own error says why)";
     os << collective_name(w[0]) << " of " << dtype_name(static_cast<dtype>(w[4])) << " [";
     const std::int64_t rank = w[5];
-    for (std::int64_t i = 0; i < std::min<std::int64_t>(rank, max_dims); ++i) os << (i ? ", " : "") << w[6 + i];
+    for (std::int64_t i = 0; i < std::min<std::int64_t>(rank, max_dims); ++i) os << (i ? ", " : "") << w[7 + i];
     if (rank > max_dims) os << ", ...";
     os << "]";
     if (w[0] == static_cast<std::int64_t>(collective_code::all_reduce) ||
@@ -96,14 +99,20 @@ struct call_header {
   }
 };
 
-/// Throws "ranks" on every rank unless every rank's header equals this one (NOTE: [Cross-rank checks]).
-inline void agree(const comm_state& c, const char* op, const call_header& h) {
-  if (!checks_enabled() || c.size == 1) return;
+/// Throws "ranks" on every rank unless every rank's header equals this one (NOTE: [Cross-rank
+/// checks]); returns whether every rank's tensor is on a device (NOTE: [Collectives on device
+/// tensors]), which is this rank's own answer when there is no exchange.
+inline bool agree(const comm_state& c, const char* op, const call_header& h) {
+  if (!checks_enabled() || c.size == 1) return h.w[call_header::device_word] != 0;
   const std::vector<std::int64_t> all = c.gather_words(h.w, call_header::words, op);
-  bool same = true;
-  for (int r = 1; r < c.size && same; ++r)
-    same = std::equal(all.begin(), all.begin() + call_header::words, all.begin() + r * call_header::words);
-  if (same) return;
+  bool same = true, every_on_device = true;
+  for (int r = 0; r < c.size; ++r) {
+    const std::int64_t* w = all.data() + r * call_header::words;
+    every_on_device = every_on_device && w[call_header::device_word] != 0;
+    for (int i = 0; i < call_header::words && same; ++i)
+      same = i == call_header::device_word || w[i] == all[static_cast<std::size_t>(i)];
+  }
+  if (same) return every_on_device;
   std::ostringstream os;
   for (int r = 0; r < c.size; ++r)
     os << (r ? "; " : "") << "rank " << r << ": " << call_header::describe(all.data() + r * call_header::words);
@@ -138,25 +147,49 @@ void check_arguments(const tensor& t, const communicator& comm, const char* op, 
   }
 }
 
-/// A fresh contiguous copy of a dense tensor (the buffer a collective writes into).
-inline tensor fresh_copy(const tensor& x) { return xfunc::detail::backend::materialized_copy(x, x.shape(), x.dtype()); }
-inline void* data_of(const tensor& t) {
-  return xfunc::detail::visit_dtype(t.dtype(), [&](auto tag) -> void* { return t.impl()->template data<typename decltype(tag)::type>(); });
-}
-
-/// Kernels reshape their buffers with view ops; those must not land in a make_fx recording.
+/// Kernels reshape and move their buffers with ops; those must not land in a make_fx recording.
 struct kernel_scope {
   xfunc::detail::trace_scope no_trace{nullptr};
 };
 
+/// A fresh contiguous copy of a dense tensor (the buffer a collective writes into).
+inline tensor fresh_copy(const tensor& x) {
+  if (x.device() == cpu) return xfunc::detail::backend::materialized_copy(x, x.shape(), x.dtype());
+  kernel_scope k;
+  return x.clone();  // (a device's clone is contiguous)
+}
+/// The buffer of a dense contiguous tensor on its own device (a transport reads or writes it).
+inline void* data_of(const tensor& t) {
+  return xfunc::detail::visit_dtype(t.dtype(), [&](auto tag) -> void* {
+    return t.impl()->template device_data<typename decltype(tag)::type>();
+  });
+}
+
 // NOTE: [Collectives on device tensors]
-// The collectives move host buffers through MPI, so their kernels say `host_only`: a tensor on
-// another device (cuda) takes part through a cpu copy that the dispatcher makes, and the result
-// is copied back to the tensor's device (NOTE: [Device dispatch]). Every collective, with its
-// transpose, tangent and batch rules, works on cuda tensors that way, and ranks may even hold
-// their values on different devices. It costs two copies over PCIe per call; NCCL
-// (dist/nccl.hpp), which moves device buffers directly, is not yet wired to the ops
-// (docs/distributed.md, "NCCL and cuda tensors").
+// A collective on cuda tensors moves device buffers with NCCL when every rank of the
+// communicator holds its tensor on a cuda device and NCCL runs on every rank: the device
+// transport (dist/nccl.hpp), made by all ranks together at the communicator's first such call,
+// enqueues on the calling thread's stream and waits under the collective timeout. Otherwise (a
+// rank holds a cpu tensor, some rank lacks NCCL or a GPU, the program is built without
+// xfunc::cuda) the tensor goes through a cpu copy, MPI moves it, and the result is copied back to
+// the tensor's device. The choice must be the same on every rank, or ranks would wait in different
+// libraries: the cross-rank header says whether the tensor is on a device, so every rank sees
+// every rank's answer. With the checks off (set_checks(false)) each rank decides from its own
+// tensor, so all ranks must then hold theirs on the same kind of device.
+
+/// Runs body(transport, v) with v = x's values on the memory of the transport chosen for this
+/// call (NOTE: [Collectives on device tensors]) and returns its result on x's device.
+template <class Body>
+tensor on_transport(const comm_state& c, const tensor& x, bool every_rank_on_device, Body&& body) {
+  const transport* t = &c;
+  if (every_rank_on_device)
+    if (const transport* dt = c.device_transport(x.device())) t = dt;
+  if (t->memory() == x.device()) return body(*t, x);
+  kernel_scope k;
+  return body(*t, x.to(t->memory())).to(x.device());
+}
+/// Whether t lives on a device (the cross-rank header's word: NOTE: [Collectives on device tensors]).
+inline bool on_device(const tensor& t) { return t.device().kind == xfunc::device_kind::cuda; }
 
 /// Whether a derivative reaches grad node n from an input of its layer (a leaf): values made
 /// inside the function from constants (factories) have nodes too, with no path to a leaf.
@@ -253,20 +286,23 @@ batched front_batch(std::span<const tensor> in, std::span<const std::int64_t> bd
 template <class D>
 struct all_reduce_op_t {
   static constexpr const char* name = "xf::dist::all_reduce";
-  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
+  static constexpr bool device_generic = true;  // (NOTE: [Collectives on device tensors])
   using attrs = all_reduce_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
     if (x.device() == meta) return xfunc::detail::backend::meta_like(x.shape(), x.dtype(), name);
     const comm_state& c = a.comm.state(name);
-    agree(c, name, call_header(collective_code::all_reduce, static_cast<std::int64_t>(a.op), 0, 0, x.dtype(), x.shape()));
-    tensor out = fresh_copy(x);
-    c.all_reduce(data_of(out), out.numel(), out.dtype(), a.op, name);
-    if (a.op == reduce_op::mean && c.size > 1) {
-      kernel_scope k;
-      out = out / static_cast<double>(c.size);
-    }
-    return out;
+    const bool dev = agree(c, name, call_header(collective_code::all_reduce, static_cast<std::int64_t>(a.op), 0, 0,
+                                                x.dtype(), x.shape(), on_device(x)));
+    return on_transport(c, x, dev, [&](const transport& t, const tensor& v) {
+      tensor out = fresh_copy(v);
+      t.all_reduce(data_of(out), out.numel(), out.dtype(), a.op, name);
+      if (a.op == reduce_op::mean && c.size > 1) {
+        kernel_scope k;
+        out = out / static_cast<double>(c.size);
+      }
+      return out;
+    });
   }
   static tensor_list vjp(std::span<const tensor>, const tensor&, const tensor& g, const attrs& a) {
     if (is_extreme(a.op)) fail_not_differentiable(name, a.op);
@@ -284,7 +320,7 @@ struct all_reduce_op_t {
 template <class D>
 struct all_gather_op_t {
   static constexpr const char* name = "xf::dist::all_gather";
-  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
+  static constexpr bool device_generic = true;  // (NOTE: [Collectives on device tensors])
   using attrs = dim_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
@@ -292,14 +328,16 @@ struct all_gather_op_t {
     shape_t out_shape = x.shape();
     out_shape[static_cast<std::size_t>(a.dim)] *= c.size;
     if (x.device() == meta) return xfunc::detail::backend::meta_like(out_shape, x.dtype(), name);
-    agree(c, name, call_header(collective_code::all_gather, a.dim, 0, 0, x.dtype(), x.shape()));
-    kernel_scope k;
-    const tensor src = fresh_copy(x);
-    shape_t gathered = x.shape();
-    gathered.insert(0, c.size);  // [ranks, x's shape]
-    tensor all = xfunc::detail::empty_dense(gathered, x.dtype(), cpu, name);
-    c.all_gather(data_of(src), data_of(all), x.numel(), x.dtype(), name);
-    return a.dim == 0 ? all.reshape(out_shape) : all.movedim(0, a.dim).contiguous().reshape(out_shape);
+    const bool dev = agree(c, name, call_header(collective_code::all_gather, a.dim, 0, 0, x.dtype(), x.shape(), on_device(x)));
+    return on_transport(c, x, dev, [&](const transport& t, const tensor& v) {
+      kernel_scope k;
+      const tensor src = fresh_copy(v);
+      shape_t gathered = v.shape();
+      gathered.insert(0, c.size);  // [ranks, x's shape]
+      tensor all = xfunc::detail::empty_dense(gathered, v.dtype(), v.device(), name);
+      t.all_gather(data_of(src), data_of(all), v.numel(), v.dtype(), name);
+      return a.dim == 0 ? all.reshape(out_shape) : all.movedim(0, a.dim).contiguous().reshape(out_shape);
+    });
   }
   static tensor_list vjp(std::span<const tensor>, const tensor&, const tensor& g, const attrs& a) {
     return {call<reduce_scatter_op_t<D>>(reduce_scatter_attrs{a.comm, a.dim, reduce_op::sum}, g)};
@@ -315,7 +353,7 @@ struct all_gather_op_t {
 template <class D>
 struct reduce_scatter_op_t {
   static constexpr const char* name = "xf::dist::reduce_scatter";
-  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
+  static constexpr bool device_generic = true;  // (NOTE: [Collectives on device tensors])
   using attrs = reduce_scatter_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
@@ -323,17 +361,19 @@ struct reduce_scatter_op_t {
     shape_t out_shape = x.shape();
     out_shape[static_cast<std::size_t>(a.dim)] /= c.size;
     if (x.device() == meta) return xfunc::detail::backend::meta_like(out_shape, x.dtype(), name);
-    agree(c, name,
-          call_header(collective_code::reduce_scatter, static_cast<std::int64_t>(a.op), a.dim, 0, x.dtype(), x.shape()));
-    kernel_scope k;
-    // the reduced dim in front, so that rank r's chunk is one contiguous block
-    const tensor src = fresh_copy(a.dim == 0 ? x : x.movedim(a.dim, 0));
-    shape_t chunk = src.shape();
-    chunk[0] /= c.size;
-    tensor out = xfunc::detail::empty_dense(chunk, x.dtype(), cpu, name);
-    c.reduce_scatter(data_of(src), data_of(out), out.numel(), x.dtype(), a.op, name);
-    if (a.op == reduce_op::mean && c.size > 1) out = out / static_cast<double>(c.size);
-    return a.dim == 0 ? out : out.movedim(0, a.dim).contiguous();
+    const bool dev = agree(c, name, call_header(collective_code::reduce_scatter, static_cast<std::int64_t>(a.op), a.dim, 0,
+                                                x.dtype(), x.shape(), on_device(x)));
+    return on_transport(c, x, dev, [&](const transport& t, const tensor& v) {
+      kernel_scope k;
+      // the reduced dim in front, so that rank r's chunk is one contiguous block
+      const tensor src = fresh_copy(a.dim == 0 ? v : v.movedim(a.dim, 0));
+      shape_t chunk = src.shape();
+      chunk[0] = out_shape[static_cast<std::size_t>(a.dim)];
+      tensor out = xfunc::detail::empty_dense(chunk, v.dtype(), v.device(), name);
+      t.reduce_scatter(data_of(src), data_of(out), out.numel(), v.dtype(), a.op, name);
+      if (a.op == reduce_op::mean && c.size > 1) out = out / static_cast<double>(c.size);
+      return a.dim == 0 ? out : out.movedim(0, a.dim).contiguous();
+    });
   }
   static tensor_list vjp(std::span<const tensor>, const tensor&, const tensor& g, const attrs& a) {
     if (is_extreme(a.op)) fail_not_differentiable(name, a.op);
@@ -353,16 +393,18 @@ struct reduce_scatter_op_t {
 template <class D>
 struct broadcast_op_t {
   static constexpr const char* name = "xf::dist::broadcast";
-  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
+  static constexpr bool device_generic = true;  // (NOTE: [Collectives on device tensors])
   using attrs = root_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
     if (x.device() == meta) return xfunc::detail::backend::meta_like(x.shape(), x.dtype(), name);
     const comm_state& c = a.comm.state(name);
-    agree(c, name, call_header(collective_code::broadcast, a.root, 0, 0, x.dtype(), x.shape()));
-    tensor out = fresh_copy(x);
-    c.broadcast(data_of(out), out.numel(), out.dtype(), a.root, name);
-    return out;
+    const bool dev = agree(c, name, call_header(collective_code::broadcast, a.root, 0, 0, x.dtype(), x.shape(), on_device(x)));
+    return on_transport(c, x, dev, [&](const transport& t, const tensor& v) {
+      tensor out = fresh_copy(v);
+      t.broadcast(data_of(out), out.numel(), out.dtype(), a.root, name);
+      return out;
+    });
   }
   static tensor_list vjp(std::span<const tensor>, const tensor&, const tensor& g, const attrs& a) {
     return {call<reduce_op_t<D>>(a, g)};
@@ -379,17 +421,19 @@ struct broadcast_op_t {
 template <class D>
 struct reduce_op_t {
   static constexpr const char* name = "xf::dist::reduce";
-  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
+  static constexpr bool device_generic = true;  // (NOTE: [Collectives on device tensors])
   using attrs = root_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
     if (x.device() == meta) return xfunc::detail::backend::meta_like(x.shape(), x.dtype(), name);
     const comm_state& c = a.comm.state(name);
-    agree(c, name, call_header(collective_code::reduce, a.root, 0, 0, x.dtype(), x.shape()));
-    const tensor src = fresh_copy(x);
-    tensor out = xfunc::detail::fill_now(x.shape(), 0.0, x.dtype(), cpu, name);
-    c.reduce_sum(data_of(src), data_of(out), out.numel(), out.dtype(), a.root, name);
-    return out;
+    const bool dev = agree(c, name, call_header(collective_code::reduce, a.root, 0, 0, x.dtype(), x.shape(), on_device(x)));
+    return on_transport(c, x, dev, [&](const transport& t, const tensor& v) {
+      const tensor src = fresh_copy(v);
+      tensor out = xfunc::detail::fill_now(v.shape(), 0.0, v.dtype(), v.device(), name);
+      t.reduce_sum(data_of(src), data_of(out), out.numel(), out.dtype(), a.root, name);
+      return out;
+    });
   }
   static tensor_list vjp(std::span<const tensor>, const tensor&, const tensor& g, const attrs& a) {
     return {call<broadcast_op_t<D>>(a, g)};
@@ -405,7 +449,7 @@ struct reduce_op_t {
 template <class D>
 struct all_to_all_op_t {
   static constexpr const char* name = "xf::dist::all_to_all";
-  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
+  static constexpr bool device_generic = true;  // (NOTE: [Collectives on device tensors])
   using attrs = all_to_all_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
@@ -415,18 +459,21 @@ struct all_to_all_op_t {
     out_shape[sd] /= c.size;
     out_shape[cd] *= c.size;
     if (x.device() == meta) return xfunc::detail::backend::meta_like(out_shape, x.dtype(), name);
-    agree(c, name, call_header(collective_code::all_to_all, a.split_dim, a.concat_dim, 0, x.dtype(), x.shape()));
-    kernel_scope k;
-    // chunk j (along split_dim) is block j of the split dim moved in front
-    const tensor src = fresh_copy(a.split_dim == 0 ? x : x.movedim(a.split_dim, 0));
-    tensor recv = xfunc::detail::empty_dense(src.shape(), x.dtype(), cpu, name);
-    c.all_to_all(data_of(src), data_of(recv), src.numel() / c.size, x.dtype(), name);
-    // recv: [ranks, chunk with its split dim in front] -> [ranks, chunk] -> ranks joined along concat_dim
-    shape_t parts = src.shape();
-    parts[0] /= c.size;
-    parts.insert(0, c.size);
-    tensor r = recv.view(parts).movedim(1, a.split_dim + 1).movedim(0, a.concat_dim);
-    return r.contiguous().reshape(out_shape);
+    const bool dev = agree(c, name, call_header(collective_code::all_to_all, a.split_dim, a.concat_dim, 0, x.dtype(),
+                                                x.shape(), on_device(x)));
+    return on_transport(c, x, dev, [&](const transport& t, const tensor& v) {
+      kernel_scope k;
+      // chunk j (along split_dim) is block j of the split dim moved in front
+      const tensor src = fresh_copy(a.split_dim == 0 ? v : v.movedim(a.split_dim, 0));
+      tensor recv = xfunc::detail::empty_dense(src.shape(), v.dtype(), v.device(), name);
+      t.all_to_all(data_of(src), data_of(recv), src.numel() / c.size, v.dtype(), name);
+      // recv: [ranks, chunk with its split dim in front] -> [ranks, chunk] -> ranks joined along concat_dim
+      shape_t parts = src.shape();
+      parts[0] = src.size(0) / c.size;
+      parts.insert(0, c.size);
+      tensor r = recv.view(parts).movedim(1, a.split_dim + 1).movedim(0, a.concat_dim);
+      return r.contiguous().reshape(out_shape);
+    });
   }
   static tensor_list vjp(std::span<const tensor>, const tensor&, const tensor& g, const attrs& a) {
     return {call<all_to_all_op_t<D>>(attrs{a.comm, a.concat_dim, a.split_dim}, g)};
@@ -449,23 +496,25 @@ inline std::uint64_t perm_hash(const std::vector<std::pair<int, int>>& perm) {
 template <class D>
 struct ppermute_op_t {
   static constexpr const char* name = "xf::dist::ppermute";
-  static constexpr bool host_only = true;  // (NOTE: [Collectives on device tensors])
+  static constexpr bool device_generic = true;  // (NOTE: [Collectives on device tensors])
   using attrs = ppermute_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs& a) {
     const tensor& x = in[0];
     if (x.device() == meta) return xfunc::detail::backend::meta_like(x.shape(), x.dtype(), name);
     const comm_state& c = a.comm.state(name);
-    agree(c, name, call_header(collective_code::ppermute, static_cast<std::int64_t>(a.perm.size()), 0,
-                               perm_hash(a.perm), x.dtype(), x.shape()));
+    const bool dev = agree(c, name, call_header(collective_code::ppermute, static_cast<std::int64_t>(a.perm.size()), 0,
+                                                perm_hash(a.perm), x.dtype(), x.shape(), on_device(x)));
     int to = -1, from = -1;
     for (const auto& [s, d] : a.perm) {
       if (s == c.rank) to = d;
       if (d == c.rank) from = s;
     }
-    const tensor src = fresh_copy(x);
-    tensor out = xfunc::detail::fill_now(x.shape(), 0.0, x.dtype(), cpu, name);  // zeros when nothing arrives
-    c.send_recv(data_of(src), data_of(out), x.numel(), x.dtype(), to, from, name);
-    return out;
+    return on_transport(c, x, dev, [&](const transport& t, const tensor& v) {
+      const tensor src = fresh_copy(v);
+      tensor out = xfunc::detail::fill_now(v.shape(), 0.0, v.dtype(), v.device(), name);  // zeros when nothing arrives
+      t.send_recv(data_of(src), data_of(out), v.numel(), v.dtype(), to, from, name);
+      return out;
+    });
   }
   static std::vector<std::pair<int, int>> inverse(const std::vector<std::pair<int, int>>& perm) {
     std::vector<std::pair<int, int>> inv;

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include <xfunc/core/device.hpp>
 #include <xfunc/core/dtype.hpp>
 #include <xfunc/core/error.hpp>
 
@@ -54,10 +55,12 @@ using xfunc::detail::fail;
 
 // NOTE: [Communicator backends]
 // A communicator is a shared handle to an MPI communicator (comm_state). The collective ops see
-// only the buffer-level operations below (all_reduce on a buffer of n elements of a dtype, ...),
-// so a backend for device buffers (NCCL, dist/nccl.hpp) plugs in beside MPI without touching the
-// ops. Every operation counts the messages it starts (tests and benchmarks read the count) and
-// runs under the watchdog (NOTE: [Collective timeout]).
+// only the buffer-level operations of `transport` (all_reduce on a buffer of n elements of a
+// dtype, ...): comm_state is the MPI transport, for host buffers; a device transport (NCCL for
+// cuda buffers, dist/nccl.hpp) is made by every rank of the communicator together at its first
+// collective on device tensors (NOTE: [Collectives on device tensors]). Every operation counts the
+// messages it starts (tests and benchmarks read the count); MPI's run under the watchdog (NOTE:
+// [Collective timeout]), a device transport waits for its own under the same timeout.
 
 /// Process-wide switches and counters.
 struct settings {
@@ -202,8 +205,43 @@ inline int mpi_count(std::int64_t n, const char* what) {
   return static_cast<int>(n);
 }
 
+/// The buffer-level collectives of one transport (NOTE: [Communicator backends]). Buffers hold n
+/// elements of dtype dt per rank on the transport's memory (host for MPI, a device for NCCL);
+/// `what` names the collective in errors.
+struct transport {
+  virtual ~transport() = default;
+  /// buf[i] = op over ranks of buf[i], in place (mean: the sum; the caller divides).
+  virtual void all_reduce(void* buf, std::int64_t n, dtype dt, reduce_op op, const char* what) const = 0;
+  /// out = [rank 0's n elements, rank 1's, ...].
+  virtual void all_gather(const void* in, void* out, std::int64_t n, dtype dt, const char* what) const = 0;
+  /// out = chunk `rank` (n elements) of the reduction over ranks of in (size * n elements; mean: the sum).
+  virtual void reduce_scatter(const void* in, void* out, std::int64_t n, dtype dt, reduce_op op,
+                              const char* what) const = 0;
+  /// buf = root's buf.
+  virtual void broadcast(void* buf, std::int64_t n, dtype dt, int root, const char* what) const = 0;
+  /// On root, out = the sum over ranks of in; out is untouched elsewhere.
+  virtual void reduce_sum(const void* in, void* out, std::int64_t n, dtype dt, int root, const char* what) const = 0;
+  /// Chunk j (n elements) of in goes to rank j; out = the chunks received, in rank order.
+  virtual void all_to_all(const void* in, void* out, std::int64_t n, dtype dt, const char* what) const = 0;
+  /// Sends in to rank `to` and receives out from rank `from` (-1: none), n elements each.
+  virtual void send_recv(const void* in, void* out, std::int64_t n, dtype dt, int to, int from,
+                         const char* what) const = 0;
+  /// Where its buffers live (cpu for MPI).
+  virtual device memory() const = 0;
+};
+
+struct comm_state;
+/// Makes the device transport of communicator c for buffers on device d, together on every rank
+/// of c; on failure (no NCCL, no GPU on some rank) every rank returns null with the reason in
+/// why_not. Set by dist/nccl.hpp when the program is built with xfunc::cuda; null otherwise.
+using device_transport_maker = std::unique_ptr<transport> (*)(const comm_state& c, device d, std::string& why_not);
+inline device_transport_maker& device_transport_factory() {
+  static device_transport_maker f = nullptr;
+  return f;
+}
+
 /// The state behind a communicator handle.
-struct comm_state {
+struct comm_state final : transport {
   MPI_Comm comm = MPI_COMM_NULL;
   bool owned = false;  // made by split: freed with the last handle (unless MPI is finalized)
   int rank = 0, size = 1;
@@ -216,12 +254,11 @@ struct comm_state {
     if (owned && !fin && comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
   }
 
-  // ---- the buffer-level collectives (NOTE: [Communicator backends]) ---------------------------
+  // ---- the MPI transport (NOTE: [Communicator backends]) --------------------------------------
   // Large single-buffer reductions and broadcasts go in messages of at most 2^30 elements.
   static constexpr std::int64_t max_piece = std::int64_t{1} << 30;
 
-  /// buf[i] = op over ranks of buf[i], in place (mean: the sum; the caller divides).
-  void all_reduce(void* buf, std::int64_t n, dtype dt, reduce_op op, const char* what) const {
+  void all_reduce(void* buf, std::int64_t n, dtype dt, reduce_op op, const char* what) const override {
     in_collective guard(what, static_cast<std::uint64_t>((n + max_piece - 1) / max_piece));
     auto* p = static_cast<char*>(buf);
     for (std::int64_t done = 0; done < n; done += max_piece)
@@ -229,19 +266,17 @@ struct comm_state {
                               mpi_type(dt), mpi_op(op, dt), comm),
                 what);
   }
-  /// out = [rank 0's n elements, rank 1's, ...].
-  void all_gather(const void* in, void* out, std::int64_t n, dtype dt, const char* what) const {
+  void all_gather(const void* in, void* out, std::int64_t n, dtype dt, const char* what) const override {
     in_collective guard(what);
     const int c = mpi_count(n, what);
     check_mpi(MPI_Allgather(in, c, mpi_type(dt), out, c, mpi_type(dt), comm), what);
   }
-  /// out = chunk `rank` (n elements) of the reduction over ranks of in (size * n elements).
-  void reduce_scatter(const void* in, void* out, std::int64_t n, dtype dt, reduce_op op, const char* what) const {
+  void reduce_scatter(const void* in, void* out, std::int64_t n, dtype dt, reduce_op op,
+                      const char* what) const override {
     in_collective guard(what);
     check_mpi(MPI_Reduce_scatter_block(in, out, mpi_count(n, what), mpi_type(dt), mpi_op(op, dt), comm), what);
   }
-  /// buf = root's buf.
-  void broadcast(void* buf, std::int64_t n, dtype dt, int root, const char* what) const {
+  void broadcast(void* buf, std::int64_t n, dtype dt, int root, const char* what) const override {
     in_collective guard(what);
     auto* p = static_cast<char*>(buf);
     for (std::int64_t done = 0; done < n; done += max_piece)
@@ -249,8 +284,7 @@ struct comm_state {
                           root, comm),
                 what);
   }
-  /// On root, out = the sum over ranks of in; out is untouched elsewhere.
-  void reduce_sum(const void* in, void* out, std::int64_t n, dtype dt, int root, const char* what) const {
+  void reduce_sum(const void* in, void* out, std::int64_t n, dtype dt, int root, const char* what) const override {
     in_collective guard(what);
     const auto* pi = static_cast<const char*>(in);
     auto* po = static_cast<char*>(out);
@@ -261,14 +295,13 @@ struct comm_state {
                 what);
     }
   }
-  /// Chunk j (n elements) of in goes to rank j; out = the chunks received, in rank order.
-  void all_to_all(const void* in, void* out, std::int64_t n, dtype dt, const char* what) const {
+  void all_to_all(const void* in, void* out, std::int64_t n, dtype dt, const char* what) const override {
     in_collective guard(what);
     const int c = mpi_count(n, what);
     check_mpi(MPI_Alltoall(in, c, mpi_type(dt), out, c, mpi_type(dt), comm), what);
   }
-  /// Sends in to rank `to` and receives out from rank `from` (-1: none), n elements each.
-  void send_recv(const void* in, void* out, std::int64_t n, dtype dt, int to, int from, const char* what) const {
+  void send_recv(const void* in, void* out, std::int64_t n, dtype dt, int to, int from,
+                 const char* what) const override {
     in_collective guard(what);
     const int c = mpi_count(n, what);
     MPI_Request reqs[2];
@@ -288,6 +321,43 @@ struct comm_state {
     in_collective guard(what);
     check_mpi(MPI_Barrier(comm), what);
   }
+  device memory() const override { return cpu; }
+
+  /// The device transport for buffers on device d, made (together with every rank) at the first
+  /// call; null when it cannot be made here (then why_not_device() says why), and from then on.
+  /// Called only when every rank asks at the same point (NOTE: [Collectives on device tensors]).
+  const transport* device_transport(device d) const {
+    std::lock_guard<std::mutex> lock(device_mu_);
+    if (!device_tried_) {
+      device_tried_ = true;
+      if (const device_transport_maker make = device_transport_factory())
+        device_ = make(*this, d, device_why_not_);
+      else
+        device_why_not_ = "the program is not built with xfunc::cuda, so it has no transport for device buffers";
+    }
+    return device_.get();
+  }
+  /// The device transport if one was made (never makes one).
+  const transport* device_transport_if_made() const {
+    std::lock_guard<std::mutex> lock(device_mu_);
+    return device_.get();
+  }
+  /// Destroys the device transport (before MPI_Finalize: the driver may be gone at exit).
+  void release_device_transport() const {
+    std::lock_guard<std::mutex> lock(device_mu_);
+    device_.reset();
+  }
+  /// Why there is no device transport (empty when there is one, or none was asked for yet).
+  std::string why_not_device() const {
+    std::lock_guard<std::mutex> lock(device_mu_);
+    return device_why_not_;
+  }
+
+ private:
+  mutable std::mutex device_mu_;
+  mutable bool device_tried_ = false;
+  mutable std::unique_ptr<transport> device_;
+  mutable std::string device_why_not_;
 };
 
 inline bool mpi_ready() {
@@ -383,6 +453,7 @@ class environment {
   ~environment() {
     detail::watchdog::get().stop();
     if (!detail::mpi_ready()) return;
+    world().state("xf::dist::environment").release_device_transport();
     int size = 1, rank = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

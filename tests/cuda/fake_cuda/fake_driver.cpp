@@ -595,6 +595,9 @@ XFUNC_FAKE_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   return device_error(device);
 }
 
+// The fake runs all work at once, so a stream is always done (or reports its device's fault).
+XFUNC_FAKE_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream) { return cuStreamSynchronize(hStream); }
+
 // Test hooks, not CUDA.
 XFUNC_FAKE_EXPORT long long xfunc_fake_cuda_launches() { return state().launches; }
 
