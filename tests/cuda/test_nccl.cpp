@@ -4,7 +4,11 @@
 //   test_nccl device   every buffer-level collective on device buffers, against the MPI ones on
 //                      the same values (on the fake driver and NCCL in CI, or a GPU); exits 77
 //                      (ctest: skipped) where NCCL cannot run
+//   test_nccl timeout  on the fake driver with streams that never finish: a collective op on cuda
+//                      tensors throws "timeout" on every rank, the NCCL communicator is aborted
+//                      (later cuda collectives say so) and cpu tensors still go through MPI
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -123,12 +127,34 @@ int device_checks() {
   }
   return 0;
 }
+int timeout_checks() {
+  if (!d::nccl_available()) {
+    std::printf("NCCL cannot run here (%s): skipped\n", d::nccl_why_not().c_str());
+    return 77;
+  }
+  // (long enough that the ranks' MPI exchanges around it never wait that long)
+  d::set_timeout(std::chrono::milliseconds(1500));
+  const xf::tensor x = xf::ones({4}, xf::f64, xf::cuda);
+  auto throws_with = [&](const char* part, const char* context) {
+    try {
+      (void)d::all_reduce(x);
+      check(false, std::string(context) + ": no error");
+    } catch (const xf::error& e) {
+      check(std::strstr(e.what(), part) != nullptr, std::string(context) + ": the message: " + e.what());
+    }
+  };
+  throws_with("timeout", "a collective that never ends");
+  throws_with("aborted after a timeout", "the next collective on cuda tensors");
+  const xf::tensor s = d::all_reduce(x.cpu());
+  check(xf::allclose(s, xf::full({4}, static_cast<double>(d::world().size()), xf::f64, xf::cpu)), "MPI afterwards");
+  return 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   d::environment env(argc, argv);
   const std::string mode = argc > 1 ? argv[1] : "host";
-  const int status = mode == "device" ? device_checks() : host_checks();
+  const int status = mode == "device" ? device_checks() : mode == "timeout" ? timeout_checks() : host_checks();
   int any = failures > 0 ? 1 : 0, all = 0;
   MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   if (all) return 1;

@@ -254,10 +254,9 @@ class nccl_communicator {
   }
 
   /// Blocks until the work enqueued on s is done. Past the collective timeout the NCCL
-  /// communicator is aborted (every later call fails) and this throws "timeout"
+  /// communicator is aborted (every later call fails) and this throws "timeout", naming `what`
   /// (NOTE: [Collective timeout]: unlike MPI, NCCL can abort a communicator).
-  void wait(CUstream s) {
-    const char* what = "xf::dist::nccl_communicator::wait";
+  void wait(CUstream s, const char* what = "xf::dist::nccl_communicator::wait") {
     const auto& drv = xfunc::detail::cuda::driver();
     const auto start = std::chrono::steady_clock::now();
     for (;;) {
@@ -272,7 +271,7 @@ class nccl_communicator {
         api().comm_abort(comm_);
         comm_ = nullptr;
         detail::fail(what, ": rank ", rank_, " waited more than the timeout (xf::dist::set_timeout) for the other "
-                     "ranks; the NCCL communicator is aborted");
+                     "ranks in NCCL; its NCCL communicator is aborted");
       }
       std::this_thread::yield();
     }
@@ -282,7 +281,9 @@ class nccl_communicator {
   static const detail::nccl_api& api() { return detail::nccl_library(); }
   static void count() { detail::config().messages.fetch_add(1, std::memory_order_relaxed); }
   ncclComm_t live(const char* what) const {
-    if (!comm_) detail::fail(what, ": the NCCL communicator was aborted after a timeout; make a new one");
+    if (!comm_)
+      detail::fail(what, ": the NCCL communicator was aborted after a timeout; make a new one (for the collective "
+                   "ops: a new communicator, e.g. with split)");
     return comm_;
   }
   ncclComm_t comm_ = nullptr;
@@ -329,7 +330,7 @@ class nccl_transport final : public transport {
   void run(const char* what, Enqueue&& enqueue) const {
     const xfunc::detail::cuda::device_context ctx = xfunc::detail::cuda::context_for(device_.index, what);
     enqueue(ctx.stream);
-    nc_.wait(ctx.stream);
+    nc_.wait(ctx.stream, what);
   }
   mutable nccl_communicator nc_;
   device device_;

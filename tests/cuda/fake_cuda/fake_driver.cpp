@@ -13,6 +13,8 @@
 //   XFUNC_FAKE_CUDA_MEMORY       each device's memory in bytes (default 1 GiB)
 //   XFUNC_FAKE_CUDA_FAIL_KERNEL  a kernel name: launching it runs nothing and leaves the device
 //                                with CUDA_ERROR_ILLEGAL_ADDRESS, as a faulting kernel would
+//   XFUNC_FAKE_CUDA_STREAM_BUSY  set: cuStreamQuery answers CUDA_ERROR_NOT_READY for ever, as for
+//                                work that never ends (an NCCL collective a rank never joins)
 // and can ask it xfunc_fake_cuda_launches() and xfunc_fake_cuda_bytes_in_use().
 #include <cuda.h>
 
@@ -595,8 +597,13 @@ XFUNC_FAKE_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream hStream) {
   return device_error(device);
 }
 
-// The fake runs all work at once, so a stream is always done (or reports its device's fault).
-XFUNC_FAKE_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream) { return cuStreamSynchronize(hStream); }
+// The fake runs all work at once, so a stream is done (or reports its device's fault), unless a
+// test says it never will be.
+XFUNC_FAKE_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
+  const CUresult r = cuStreamSynchronize(hStream);
+  if (r == CUDA_SUCCESS && std::getenv("XFUNC_FAKE_CUDA_STREAM_BUSY")) return CUDA_ERROR_NOT_READY;
+  return r;
+}
 
 // Test hooks, not CUDA.
 XFUNC_FAKE_EXPORT long long xfunc_fake_cuda_launches() { return state().launches; }
