@@ -129,3 +129,35 @@ TEST_CASE("ranks may hold their values on different devices") {
   CHECK(same_on_device(avg[0], total(xs) / static_cast<double>(size())));
   CHECK(same_on_device(avg[1], xf::ones({2}, xf::f64)));
 }
+
+TEST_CASE("a data-parallel DP-SGD step on cuda tensors equals the one-process step on the cpu") {
+  REQUIRE(xf::cuda_is_available());
+  // per-example gradients (vmap of grad), clipped per example and summed on each rank, then one
+  // bucketed all-reduce of the sums (average_gradients: through NCCL where ctest asks for it)
+  const std::int64_t n_in = 5, n_out = 3, per_rank = 4, global = per_rank * size();
+  auto loss = [](const std::vector<tensor>& p, const tensor& x, const tensor& y) {
+    return xf::cross_entropy(xf::linear(xf::tanh(x), p[0], p[1]), y);
+  };
+  auto clipped_sum = [&](const std::vector<tensor>& p, const tensor& x, const tensor& y) {
+    const std::vector<tensor> g = xf::vmap(xf::grad(loss), xf::in_dims(xf::none, 0, 0))(p, x, y);
+    const std::int64_t n = x.size(0);
+    tensor sq = xf::zeros({n}, xf::f64, x.device());
+    for (const tensor& gi : g) sq = sq + xf::sum(xf::square(gi.reshape({n, -1})), {1});
+    const tensor factor = xf::clamp(1.0 / (xf::sqrt(sq) + 1e-6), 0.0, 1.0);
+    std::vector<tensor> sums;
+    for (std::size_t i = 0; i < g.size(); ++i)
+      sums.push_back(xf::matmul(factor, g[i].reshape({n, -1})).reshape(p[i].shape()));
+    return sums;
+  };
+  xf::manual_seed(77);  // the same data and parameters on every rank
+  const std::vector<tensor> p{xf::randn({n_out, n_in}, xf::f64), xf::randn({n_out}, xf::f64)};
+  const tensor X = xf::randn({global, n_in}, xf::f64);
+  const tensor Y = xf::argmax(xf::matmul(X, xf::randn({n_in, n_out}, xf::f64)), 1);
+  // this rank's shard, on the device
+  const std::vector<tensor> pc{p[0].to(xf::cuda), p[1].to(xf::cuda)};
+  const tensor x = d::shard(X, 0).to(xf::cuda), y = d::shard(Y, 0).to(xf::cuda);
+  const std::vector<tensor> avg = d::average_gradients(clipped_sum(pc, x, y));
+  const std::vector<tensor> want = clipped_sum(p, X, Y);  // one process, the whole batch, cpu
+  for (std::size_t i = 0; i < p.size(); ++i)
+    CHECK(same_on_device(avg[i] * static_cast<double>(size()), want[i]));
+}
