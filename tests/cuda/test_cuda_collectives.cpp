@@ -161,3 +161,18 @@ TEST_CASE("a data-parallel DP-SGD step on cuda tensors equals the one-process st
   for (std::size_t i = 0; i < p.size(); ++i)
     CHECK(same_on_device(avg[i] * static_cast<double>(size()), want[i]));
 }
+
+TEST_CASE("each communicator of a split gets its own NCCL communicator") {
+  REQUIRE(xf::cuda_is_available());
+  const d::communicator half = d::world().split(rank() % 2, rank());  // even and odd ranks
+  const tensor x = xf::full({3}, rank() + 1.0, xf::f64, xf::cuda);
+  double want = 0;
+  tensors members;  // the half's values, in its rank order
+  for (int r = rank() % 2; r < size(); r += 2) {
+    want += r + 1.0;
+    members.push_back(xf::full({3}, r + 1.0, xf::f64, xf::cpu));
+  }
+  CHECK(same_on_device(d::all_reduce(x, d::reduce_op::sum, half), xf::full({3}, want, xf::f64, xf::cpu)));
+  CHECK(same_on_device(d::all_gather(x, 0, half), xf::cat(members, 0)));
+  if (expected_nccl() == 1) CHECK(d::uses_nccl(half));
+}

@@ -1,8 +1,8 @@
 // A fake NCCL for the tests of xf::dist's NCCL transport without a GPU (loaded in place of
 // libnccl.so.2 through XFUNC_NCCL_LIBRARY). It serves the fake CUDA driver, whose device memory
 // is host memory, so each NCCL collective is the MPI one on the same pointers, run at once (the
-// fake driver's streams are always done). Communicators must span every MPI rank (the tests' jobs);
-// another group is refused with ncclInvalidUsage. Every call checks that it is given a stream.
+// fake driver's streams are always done). A communicator may be any group of MPI ranks (a split
+// of the world). Every call checks that it is given a stream.
 #include <mpi.h>
 #include <nccl.h>
 
@@ -78,30 +78,75 @@ XFUNC_FAKE_EXPORT const char* ncclGetErrorString(ncclResult_t r) {
   return r == ncclSuccess ? "no error" : r == ncclInvalidUsage ? "invalid usage (fake NCCL)" : "error (fake NCCL)";
 }
 
+// The id carries the maker's MPI world rank and a number of its own: the members of a group
+// find each other through that rank (below), as NCCL's bootstrap does through the id's address.
+struct id_contents {
+  char tag[sizeof magic];
+  int root_world_rank;
+  int serial;
+};
+static_assert(sizeof(id_contents) <= sizeof(ncclUniqueId));
+
 XFUNC_FAKE_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
-  if (!id) return complain("ncclGetUniqueId", "no id");
+  static int serial = 0;
+  int init = 0;
+  MPI_Initialized(&init);
+  if (!id || !init) return complain("ncclGetUniqueId", "no id, or MPI is not initialised");
+  id_contents c{};
+  std::memcpy(c.tag, magic, sizeof magic);
+  MPI_Comm_rank(MPI_COMM_WORLD, &c.root_world_rank);
+  c.serial = serial++ % 1000;
   std::memset(id, 0, sizeof *id);
-  std::memcpy(id->internal, magic, sizeof magic);
+  std::memcpy(id->internal, &c, sizeof c);
   return ncclSuccess;
 }
 
+// Every member sends (its NCCL rank, its world rank) to the id's maker, which answers with the
+// world ranks of the whole group in NCCL rank order; then the members make an MPI communicator
+// of that group (MPI_Comm_create_group is collective over the group only).
 XFUNC_FAKE_EXPORT ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId id, int rank) {
-  int init = 0, world = 0;
+  int init = 0, me = 0;
   MPI_Initialized(&init);
   if (!comm || !init) return complain("ncclCommInitRank", "no result pointer, or MPI is not initialised");
-  if (std::memcmp(id.internal, magic, sizeof magic) != 0) return complain("ncclCommInitRank", "not an id of this fake");
-  MPI_Comm_size(MPI_COMM_WORLD, &world);
-  if (nranks != world || rank < 0 || rank >= nranks)
-    return complain("ncclCommInitRank", "the fake serves communicators of every MPI rank only");
-  auto* c = new ncclComm;
-  // ordered by the NCCL rank (every MPI rank is here: the group is the world)
-  if (MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &c->comm) != MPI_SUCCESS) {
-    delete c;
+  id_contents c;
+  std::memcpy(&c, id.internal, sizeof c);
+  if (std::memcmp(c.tag, magic, sizeof magic) != 0) return complain("ncclCommInitRank", "not an id of this fake");
+  if (nranks < 1 || rank < 0 || rank >= nranks) return complain("ncclCommInitRank", "a rank outside the group");
+  MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  const int tag = 7300 + c.serial;
+  std::vector<int> members(static_cast<std::size_t>(nranks), -1);
+  if (rank == 0) {
+    if (me != c.root_world_rank) return complain("ncclCommInitRank", "NCCL rank 0 is not the id's maker");
+    members[0] = me;
+    for (int k = 1; k < nranks; ++k) {
+      int pair[2];
+      if (MPI_Recv(pair, 2, MPI_INT, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return ncclSystemError;
+      if (pair[0] <= 0 || pair[0] >= nranks || members[static_cast<std::size_t>(pair[0])] != -1)
+        return complain("ncclCommInitRank", "two members with the same rank");
+      members[static_cast<std::size_t>(pair[0])] = pair[1];
+    }
+    for (int k = 1; k < nranks; ++k)
+      MPI_Send(members.data(), nranks, MPI_INT, members[static_cast<std::size_t>(k)], tag, MPI_COMM_WORLD);
+  } else {
+    const int pair[2] = {rank, me};
+    MPI_Send(pair, 2, MPI_INT, c.root_world_rank, tag, MPI_COMM_WORLD);
+    MPI_Recv(members.data(), nranks, MPI_INT, c.root_world_rank, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  }
+  MPI_Group world_group, group;
+  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+  MPI_Group_incl(world_group, nranks, members.data(), &group);
+  auto* made = new ncclComm;
+  const int rc = MPI_Comm_create_group(MPI_COMM_WORLD, group, tag, &made->comm);
+  MPI_Group_free(&group);
+  MPI_Group_free(&world_group);
+  if (rc != MPI_SUCCESS) {
+    delete made;
     return ncclSystemError;
   }
-  c->rank = rank;
-  c->size = nranks;
-  *comm = c;
+  made->rank = rank;
+  made->size = nranks;
+  *comm = made;
   return ncclSuccess;
 }
 
