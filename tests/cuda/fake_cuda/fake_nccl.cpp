@@ -28,6 +28,7 @@ struct pending {  // a send or receive queued between ncclGroupStart and ncclGro
   int peer;
   MPI_Comm comm;
 };
+long long calls = 0;  // the collectives and sends/receives so far (xfunc_fake_nccl_calls)
 thread_local int group_depth = 0;
 thread_local std::vector<pending> queued;
 
@@ -53,13 +54,21 @@ bool mpi_op(ncclRedOp_t op, MPI_Op* out) {
     default: return false;
   }
 }
-/// Checks the arguments every collective shares; fills in the MPI type and count.
+/// Checks the arguments every collective shares; fills in the MPI type.
 ncclResult_t common(const char* call, ncclComm_t comm, cudaStream_t stream, size_t count, ncclDataType_t t,
                     MPI_Datatype* type) {
   if (!comm || comm->comm == MPI_COMM_NULL) return complain(call, "no communicator");
   if (!stream) return complain(call, "no stream (xfunc enqueues on its own streams)");
   if (count > static_cast<size_t>(1) << 30) return complain(call, "more elements than the fake handles");
   if (!mpi_type(t, type)) return complain(call, "a data type the fake does not handle");
+  return ncclSuccess;
+}
+/// The same for a reducing collective; fills in the MPI reduction too.
+ncclResult_t reducing(const char* call, ncclComm_t comm, cudaStream_t stream, size_t count, ncclDataType_t t,
+                      ncclRedOp_t op, MPI_Datatype* type, MPI_Op* mop) {
+  if (const ncclResult_t r = common(call, comm, stream, count, t, type); r != ncclSuccess) return r;
+  if (!mpi_op(op, mop)) return complain(call, "a reduction the fake does not handle");
+  ++calls;
   return ncclSuccess;
 }
 ncclResult_t mpi(int rc) { return rc == MPI_SUCCESS ? ncclSuccess : ncclSystemError; }
@@ -69,7 +78,6 @@ void divide(void* buf, size_t n, ncclDataType_t t, int by) {
   if (t == ncclFloat64)
     for (size_t i = 0; i < n; ++i) static_cast<double*>(buf)[i] /= by;
 }
-long long calls = 0;
 }  // namespace
 
 extern "C" {
@@ -169,9 +177,8 @@ XFUNC_FAKE_EXPORT ncclResult_t ncclAllReduce(const void* in, void* out, size_t c
                                              ncclComm_t comm, cudaStream_t stream) {
   MPI_Datatype type;
   MPI_Op mop;
-  if (const ncclResult_t r = common("ncclAllReduce", comm, stream, count, t, &type); r != ncclSuccess) return r;
-  if (!mpi_op(op, &mop)) return complain("ncclAllReduce", "a reduction the fake does not handle");
-  ++calls;
+  if (const ncclResult_t r = reducing("ncclAllReduce", comm, stream, count, t, op, &type, &mop); r != ncclSuccess)
+    return r;
   const ncclResult_t r =
       mpi(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, static_cast<int>(count), type, mop, comm->comm));
   if (op == ncclAvg) divide(out, count, t, comm->size);
@@ -190,9 +197,8 @@ XFUNC_FAKE_EXPORT ncclResult_t ncclReduceScatter(const void* in, void* out, size
                                                  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream) {
   MPI_Datatype type;
   MPI_Op mop;
-  if (const ncclResult_t r = common("ncclReduceScatter", comm, stream, count, t, &type); r != ncclSuccess) return r;
-  if (!mpi_op(op, &mop)) return complain("ncclReduceScatter", "a reduction the fake does not handle");
-  ++calls;
+  if (const ncclResult_t r = reducing("ncclReduceScatter", comm, stream, count, t, op, &type, &mop); r != ncclSuccess)
+    return r;
   const ncclResult_t r = mpi(MPI_Reduce_scatter_block(in, out, static_cast<int>(count), type, mop, comm->comm));
   if (op == ncclAvg) divide(out, count, t, comm->size);
   return r;
@@ -211,9 +217,8 @@ XFUNC_FAKE_EXPORT ncclResult_t ncclReduce(const void* in, void* out, size_t coun
                                           int root, ncclComm_t comm, cudaStream_t stream) {
   MPI_Datatype type;
   MPI_Op mop;
-  if (const ncclResult_t r = common("ncclReduce", comm, stream, count, t, &type); r != ncclSuccess) return r;
-  if (!mpi_op(op, &mop)) return complain("ncclReduce", "a reduction the fake does not handle");
-  ++calls;
+  if (const ncclResult_t r = reducing("ncclReduce", comm, stream, count, t, op, &type, &mop); r != ncclSuccess)
+    return r;
   return mpi(MPI_Reduce(in, out, static_cast<int>(count), type, mop, root, comm->comm));
 }
 
