@@ -180,3 +180,21 @@ TEST_CASE("each communicator of a split gets its own NCCL communicator") {
   CHECK(same_on_device(d::all_gather(x, 0, half), xf::cat(members, 0)));
   if (expected_nccl() == 1) CHECK(d::uses_nccl(half));
 }
+
+TEST_CASE("make_fx records one node per collective on cuda tensors, with no transfers; functionalize") {
+  REQUIRE(xf::cuda_is_available());
+  const tensors xs = all_ranks({2, 6}, 34);
+  const tensor xc = xs[me()].to(xf::cuda);
+  auto f = [](const tensor& t) { return d::all_gather(d::all_reduce(t * 2.0), 1); };
+  const tensor want = sim_all_gather(sim_all_reduce(xs), 1)[0] * 2.0;
+  const xf::graph g = xf::make_fx(f)(xc);
+  CHECK(g.count("xf::dist::all_reduce") == 1);
+  CHECK(g.count("xf::dist::all_gather") == 1);
+  CHECK(g.count("xf::to") == 0);  // the staging copies (MPI path) are not recorded
+  CHECK(same_on_device(g(xc)[0], want));
+  // the backward pass holds the transposes, and replays on the device
+  const xf::graph gg = xf::make_fx(xf::grad([&](const tensor& t) { return xf::sum(xf::square(f(t))); }))(xc);
+  CHECK(gg.count("xf::dist::reduce_scatter") == 1);
+  CHECK(same_on_device(gg(xc)[0], xf::grad([&](const tensor& t) { return xf::sum(xf::square(f(t))); })(xc).cpu()));
+  CHECK(same_on_device(xf::functionalize(f)(xc), want));
+}
