@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -125,8 +126,19 @@ int device_checks() {
     check(same(out.host(), ref, ref.size()), "all_to_all");
     check(same(ring_out.host(), ring_ref, ring_ref.size()), "send_recv");
   }
+  if (const char* fake = std::getenv("XFUNC_TEST_EXPECT_NCCL"); fake && std::string(fake) == "1") {
+    // the fake NCCL refuses host memory, so the checks above did pass device buffers
+    std::vector<double> host(static_cast<std::size_t>(n));
+    try {
+      nc.all_reduce(host.data(), n, f64, d::reduce_op::sum, s);
+      check(false, "the fake NCCL took host memory");
+    } catch (const xf::error& e) {
+      check(std::strstr(e.what(), "NCCL failed") != nullptr, std::string("host memory: ") + e.what());
+    }
+  }
   return 0;
 }
+
 int timeout_checks() {
   if (!d::nccl_available()) {
     std::printf("NCCL cannot run here (%s): skipped\n", d::nccl_why_not().c_str());

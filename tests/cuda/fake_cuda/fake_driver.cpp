@@ -15,7 +15,8 @@
 //                                with CUDA_ERROR_ILLEGAL_ADDRESS, as a faulting kernel would
 //   XFUNC_FAKE_CUDA_STREAM_BUSY  set: cuStreamQuery answers CUDA_ERROR_NOT_READY for ever, as for
 //                                work that never ends (an NCCL collective a rank never joins)
-// and can ask it xfunc_fake_cuda_launches() and xfunc_fake_cuda_bytes_in_use().
+// and can ask it xfunc_fake_cuda_launches(), xfunc_fake_cuda_bytes_in_use() and
+// xfunc_fake_cuda_is_device_memory(p, bytes).
 #include <cuda.h>
 
 #include <atomic>
@@ -607,6 +608,13 @@ XFUNC_FAKE_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream hStream) {
 
 // Test hooks, not CUDA.
 XFUNC_FAKE_EXPORT long long xfunc_fake_cuda_launches() { return state().launches; }
+
+// Whether [p, p + bytes) is device memory of this driver (the fake NCCL checks its buffers).
+XFUNC_FAKE_EXPORT int xfunc_fake_cuda_is_device_memory(const void* p, size_t bytes) {
+  driver_state& s = state();
+  std::lock_guard lock(s.mutex);
+  return inside_allocation(s, reinterpret_cast<std::uintptr_t>(p), bytes) ? 1 : 0;
+}
 
 XFUNC_FAKE_EXPORT long long xfunc_fake_cuda_bytes_in_use() {
   driver_state& s = state();

@@ -2,11 +2,14 @@
 // libnccl.so.2 through XFUNC_NCCL_LIBRARY). It serves the fake CUDA driver, whose device memory
 // is host memory, so each NCCL collective is the MPI one on the same pointers, run at once (the
 // fake driver's streams are always done). A communicator may be any group of MPI ranks (a split
-// of the world). Every call checks that it is given a stream.
+// of the world). Every call checks that it is given a stream and that its buffers are device
+// memory of the fake driver ($XFUNC_CUDA_DRIVER), since host memory would pass unnoticed here.
+#include <dlfcn.h>
 #include <mpi.h>
 #include <nccl.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -54,6 +57,26 @@ bool mpi_op(ncclRedOp_t op, MPI_Op* out) {
     default: return false;
   }
 }
+std::size_t element_bytes(ncclDataType_t t) { return t == ncclUint8 ? 1 : t == ncclFloat32 ? 4 : 8; }
+/// Whether `bytes` at p are the fake driver's device memory (true when no fake driver is loaded:
+/// a real one's memory cannot be checked here).
+bool on_device(const void* p, std::size_t bytes) {
+  using check_fn = int (*)(const void*, size_t);
+  static const check_fn check = [] {
+    const char* driver = std::getenv("XFUNC_CUDA_DRIVER");
+    void* h = driver ? dlopen(driver, RTLD_NOW | RTLD_NOLOAD) : nullptr;
+    return h ? reinterpret_cast<check_fn>(dlsym(h, "xfunc_fake_cuda_is_device_memory")) : nullptr;
+  }();
+  return !check || bytes == 0 || check(p, bytes) == 1;
+}
+/// Checks that a collective's input and output are device memory (n_in, n_out elements).
+ncclResult_t buffers(const char* call, const void* in, std::size_t n_in, const void* out, std::size_t n_out,
+                     ncclDataType_t t) {
+  if (!on_device(in, n_in * element_bytes(t)) || !on_device(out, n_out * element_bytes(t)))
+    return complain(call, "a buffer that is not device memory (of the fake driver)");
+  return ncclSuccess;
+}
+
 /// Checks the arguments every collective shares; fills in the MPI type.
 ncclResult_t common(const char* call, ncclComm_t comm, cudaStream_t stream, size_t count, ncclDataType_t t,
                     MPI_Datatype* type) {
@@ -179,6 +202,7 @@ XFUNC_FAKE_EXPORT ncclResult_t ncclAllReduce(const void* in, void* out, size_t c
   MPI_Op mop;
   if (const ncclResult_t r = reducing("ncclAllReduce", comm, stream, count, t, op, &type, &mop); r != ncclSuccess)
     return r;
+  if (const ncclResult_t r = buffers("ncclAllReduce", in, count, out, count, t); r != ncclSuccess) return r;
   const ncclResult_t r =
       mpi(MPI_Allreduce(in == out ? MPI_IN_PLACE : in, out, static_cast<int>(count), type, mop, comm->comm));
   if (op == ncclAvg) divide(out, count, t, comm->size);
@@ -189,6 +213,9 @@ XFUNC_FAKE_EXPORT ncclResult_t ncclAllGather(const void* in, void* out, size_t c
                                              ncclComm_t comm, cudaStream_t stream) {
   MPI_Datatype type;
   if (const ncclResult_t r = common("ncclAllGather", comm, stream, count, t, &type); r != ncclSuccess) return r;
+  if (const ncclResult_t r = buffers("ncclAllGather", in, count, out, count * static_cast<std::size_t>(comm->size), t);
+      r != ncclSuccess)
+    return r;
   ++calls;
   return mpi(MPI_Allgather(in, static_cast<int>(count), type, out, static_cast<int>(count), type, comm->comm));
 }
@@ -198,6 +225,9 @@ XFUNC_FAKE_EXPORT ncclResult_t ncclReduceScatter(const void* in, void* out, size
   MPI_Datatype type;
   MPI_Op mop;
   if (const ncclResult_t r = reducing("ncclReduceScatter", comm, stream, count, t, op, &type, &mop); r != ncclSuccess)
+    return r;
+  if (const ncclResult_t r = buffers("ncclReduceScatter", in, count * static_cast<std::size_t>(comm->size), out, count, t);
+      r != ncclSuccess)
     return r;
   const ncclResult_t r = mpi(MPI_Reduce_scatter_block(in, out, static_cast<int>(count), type, mop, comm->comm));
   if (op == ncclAvg) divide(out, count, t, comm->size);
@@ -209,6 +239,7 @@ XFUNC_FAKE_EXPORT ncclResult_t ncclBroadcast(const void* in, void* out, size_t c
   MPI_Datatype type;
   if (const ncclResult_t r = common("ncclBroadcast", comm, stream, count, t, &type); r != ncclSuccess) return r;
   if (in != out) return complain("ncclBroadcast", "the fake broadcasts in place only");
+  if (const ncclResult_t r = buffers("ncclBroadcast", in, count, out, count, t); r != ncclSuccess) return r;
   ++calls;
   return mpi(MPI_Bcast(out, static_cast<int>(count), type, root, comm->comm));
 }
@@ -219,6 +250,7 @@ XFUNC_FAKE_EXPORT ncclResult_t ncclReduce(const void* in, void* out, size_t coun
   MPI_Op mop;
   if (const ncclResult_t r = reducing("ncclReduce", comm, stream, count, t, op, &type, &mop); r != ncclSuccess)
     return r;
+  if (const ncclResult_t r = buffers("ncclReduce", in, count, out, count, t); r != ncclSuccess) return r;
   return mpi(MPI_Reduce(in, out, static_cast<int>(count), type, mop, root, comm->comm));
 }
 
@@ -246,6 +278,7 @@ static ncclResult_t point_to_point(const char* call, bool send, const void* buf,
   MPI_Datatype type;
   if (const ncclResult_t r = common(call, comm, stream, count, t, &type); r != ncclSuccess) return r;
   if (peer < 0 || peer >= comm->size) return complain(call, "a peer outside the communicator");
+  if (const ncclResult_t r = buffers(call, buf, count, buf, count, t); r != ncclSuccess) return r;
   ++calls;
   queued.push_back({send, const_cast<void*>(buf), static_cast<int>(count), type, peer, comm->comm});
   return group_depth > 0 ? ncclSuccess : (++group_depth, ncclGroupEnd());
