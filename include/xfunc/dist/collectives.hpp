@@ -328,7 +328,8 @@ struct all_gather_op_t {
     shape_t out_shape = x.shape();
     out_shape[static_cast<std::size_t>(a.dim)] *= c.size;
     if (x.device() == meta) return xfunc::detail::backend::meta_like(out_shape, x.dtype(), name);
-    const bool dev = agree(c, name, call_header(collective_code::all_gather, a.dim, 0, 0, x.dtype(), x.shape(), on_device(x)));
+    const bool dev =
+        agree(c, name, call_header(collective_code::all_gather, a.dim, 0, 0, x.dtype(), x.shape(), on_device(x)));
     return on_transport(c, x, dev, [&](const transport& t, const tensor& v) {
       kernel_scope k;
       const tensor src = fresh_copy(v);
@@ -399,7 +400,8 @@ struct broadcast_op_t {
     const tensor& x = in[0];
     if (x.device() == meta) return xfunc::detail::backend::meta_like(x.shape(), x.dtype(), name);
     const comm_state& c = a.comm.state(name);
-    const bool dev = agree(c, name, call_header(collective_code::broadcast, a.root, 0, 0, x.dtype(), x.shape(), on_device(x)));
+    const bool dev =
+        agree(c, name, call_header(collective_code::broadcast, a.root, 0, 0, x.dtype(), x.shape(), on_device(x)));
     return on_transport(c, x, dev, [&](const transport& t, const tensor& v) {
       tensor out = fresh_copy(v);
       t.broadcast(data_of(out), out.numel(), out.dtype(), a.root, name);
@@ -427,7 +429,8 @@ struct reduce_op_t {
     const tensor& x = in[0];
     if (x.device() == meta) return xfunc::detail::backend::meta_like(x.shape(), x.dtype(), name);
     const comm_state& c = a.comm.state(name);
-    const bool dev = agree(c, name, call_header(collective_code::reduce, a.root, 0, 0, x.dtype(), x.shape(), on_device(x)));
+    const bool dev =
+        agree(c, name, call_header(collective_code::reduce, a.root, 0, 0, x.dtype(), x.shape(), on_device(x)));
     return on_transport(c, x, dev, [&](const transport& t, const tensor& v) {
       const tensor src = fresh_copy(v);
       tensor out = xfunc::detail::fill_now(v.shape(), 0.0, v.dtype(), v.device(), name);

@@ -71,7 +71,8 @@ inline const nccl_api& nccl_library() {
     l.bind(n.group_start, "ncclGroupStart");
     l.bind(n.group_end, "ncclGroupEnd");
     if (!l.missing_symbols().empty())
-      n.why_not = l.name() + " lacks functions of NCCL xfunc calls (" + l.missing_symbols() + "); use NCCL 2.12 or later";
+      n.why_not =
+          l.name() + " lacks functions of NCCL xfunc calls (" + l.missing_symbols() + "); use NCCL 2.10 or later";
     return n;
   }();
   return api;
@@ -362,6 +363,8 @@ inline bool uses_nccl(const communicator& comm) {
 }
 /// Why comm's collectives on cuda tensors do not use NCCL (empty when they do, or before the
 /// first of them).
-inline std::string nccl_status(const communicator& comm) { return comm.state("xf::dist::nccl_status").why_not_device(); }
+inline std::string nccl_status(const communicator& comm) {
+  return comm.state("xf::dist::nccl_status").why_not_device();
+}
 
 }  // namespace xfunc::dist

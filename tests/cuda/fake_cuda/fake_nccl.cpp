@@ -226,9 +226,8 @@ XFUNC_FAKE_EXPORT ncclResult_t ncclReduceScatter(const void* in, void* out, size
   MPI_Op mop;
   if (const ncclResult_t r = reducing("ncclReduceScatter", comm, stream, count, t, op, &type, &mop); r != ncclSuccess)
     return r;
-  if (const ncclResult_t r = buffers("ncclReduceScatter", in, count * static_cast<std::size_t>(comm->size), out, count, t);
-      r != ncclSuccess)
-    return r;
+  const std::size_t in_count = count * static_cast<std::size_t>(comm->size);
+  if (const ncclResult_t r = buffers("ncclReduceScatter", in, in_count, out, count, t); r != ncclSuccess) return r;
   const ncclResult_t r = mpi(MPI_Reduce_scatter_block(in, out, static_cast<int>(count), type, mop, comm->comm));
   if (op == ncclAvg) divide(out, count, t, comm->size);
   return r;
