@@ -8,8 +8,12 @@ cd "$(dirname "$0")/.."
 skip_sanitizers=${XFUNC_SKIP_SANITIZERS:-0}
 XFUNC_DEPS_SANITIZERS=$([ "$skip_sanitizers" = 1 ] && echo 0 || echo 1) bash scripts/install-deps.sh
 jobs=${XFUNC_JOBS:-2}
-# (TESTS=ON: build/ may have been configured by demo.sh, which turns the tests off)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DXFUNC_BUILD_TESTS=ON -DXFUNC_BUILD_BENCHMARKS=OFF -DXFUNC_BUILD_KERNELS=ON
+# (TESTS=ON: build/ may have been configured by demo.sh, which turns the tests off.) The kernel
+# library shared, with its copies per x86-64 level: the suite runs on the best copy this CPU
+# supports, and the kernel_levels test runs the kernel tests on each (NOTE: [Kernels per x86-64
+# level]); the sanitizer builds below use the static baseline library.
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DXFUNC_BUILD_TESTS=ON -DXFUNC_BUILD_BENCHMARKS=OFF -DXFUNC_BUILD_KERNELS=ON \
+  -DXFUNC_KERNELS_SHARED=ON
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure --no-tests=error -j"$jobs")
 if [ "$skip_sanitizers" != 1 ]; then

@@ -1,6 +1,7 @@
 #pragma once
 /// \file
 /// The whole CPU library: tensors, every operator, and the function transforms.
+#include <xfunc/backend/simd_target.hpp>
 #include <xfunc/core/device.hpp>
 #include <xfunc/core/dtype.hpp>
 #include <xfunc/core/error.hpp>

@@ -37,7 +37,28 @@ fi
 cmake -S "$project" -B "$work/installed" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE= \
   -DXFUNC_WANT_COMPONENTS="$components" >/dev/null
 cmake --build "$work/installed" >/dev/null
-if [ -f "$build/libxfunc_kernels.a" ]; then "$work/installed/app_kernels"; else "$work/installed/app"; fi
+if [ -f "$work/installed/app_kernels" ]; then "$work/installed/app_kernels"; else "$work/installed/app"; fi
+# A shared kernel library is installed with its copies per x86-64 level (NOTE: [Kernels per
+# x86-64 level]): the installed program loads the installed library, from the directory of the
+# best level this CPU supports when one was built for it.
+if [ -f "$work/installed/app_kernels" ] && ldd "$work/installed/app_kernels" | grep -q libxfunc_kernels; then
+  loaded=$(ldd "$work/installed/app_kernels" | sed -n 's/.*libxfunc_kernels[^ ]* => \([^ ]*\) .*/\1/p')
+  case $loaded in
+    "$prefix"/*) ;;
+    *) echo "consumer: the installed program loads $loaded, not the installed kernel library" >&2; exit 1 ;;
+  esac
+  ld=$(readelf -l "$work/installed/app_kernels" | sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p')
+  for level in $("$ld" --help 2>/dev/null | sed -n 's/^ *\([^ ]*\) (supported, searched)$/\1/p'); do
+    if compgen -G "$prefix/lib*/glibc-hwcaps/$level/libxfunc_kernels.so.*" >/dev/null; then
+      case $loaded in
+        */glibc-hwcaps/"$level"/*) ;;
+        *) echo "consumer: the installed program loads $loaded, not the $level copy" >&2; exit 1 ;;
+      esac
+      break
+    fi
+  done
+  echo "consumer: the installed program loads $loaded"
+fi
 if [ -f "$work/installed/app_cuda" ]; then "$work/installed/app_cuda"; fi
 if [ -f "$work/installed/app_distributed" ]; then
   # a world of one, without mpirun (settings as for our MPI tests: no CMA, yield while waiting)
