@@ -37,9 +37,13 @@ inline constexpr bool can_stream_bytes =
     false;
 #endif
 
-/// Writes the Bytes at v to d (aligned to Bytes) by a streaming store, where can_stream_bytes.
+/// Writes the Bytes at v to d (aligned to Bytes): by a streaming store where can_stream_bytes,
+/// else by ordinary stores. (Callers test can_stream_bytes, and some only at run time, so a build
+/// without the store still compiles this function; it must then store the bytes all the same: a
+/// program's copy may serve a kernel library built for another target, NOTE: [Kernels per
+/// x86-64 level].)
 template <std::size_t Bytes>
-void stream_bytes([[maybe_unused]] void* d, [[maybe_unused]] const void* v) {
+void stream_bytes(void* d, const void* v) {
 #if defined(__AVX512F__) && !defined(__CUDACC__)
   if constexpr (Bytes == 64) {
     __m512i x;
@@ -53,8 +57,10 @@ void stream_bytes([[maybe_unused]] void* d, [[maybe_unused]] const void* v) {
     __m256i x;
     std::memcpy(&x, v, 32);
     _mm256_stream_si256(static_cast<__m256i*>(d), x);
+    return;
   }
 #endif
+  std::memcpy(d, v, Bytes);
 }
 
 /// Orders this thread's streaming stores before its later stores (NOTE: [Streaming stores]).
