@@ -301,15 +301,14 @@ class nccl_transport final : public transport {
   nccl_transport(const comm_state& c, device d) : nc_(c, static_cast<int>(d.index)), device_(d) {}
 
   void all_reduce(void* buf, std::int64_t n, dtype dt, reduce_op op, const char* what) const override {
-    // (mean: the sum, as the MPI transport; the op divides)
-    run(what, [&](CUstream s) { nc_.all_reduce(buf, n, dt, op == reduce_op::mean ? reduce_op::sum : op, s); });
+    run(what, [&](CUstream s) { nc_.all_reduce(buf, n, dt, summed(op), s); });
   }
   void all_gather(const void* in, void* out, std::int64_t n, dtype dt, const char* what) const override {
     run(what, [&](CUstream s) { nc_.all_gather(in, out, n, dt, s); });
   }
   void reduce_scatter(const void* in, void* out, std::int64_t n, dtype dt, reduce_op op,
                       const char* what) const override {
-    run(what, [&](CUstream s) { nc_.reduce_scatter(in, out, n, dt, op == reduce_op::mean ? reduce_op::sum : op, s); });
+    run(what, [&](CUstream s) { nc_.reduce_scatter(in, out, n, dt, summed(op), s); });
   }
   void broadcast(void* buf, std::int64_t n, dtype dt, int root, const char* what) const override {
     run(what, [&](CUstream s) { nc_.broadcast(buf, n, dt, root, s); });
@@ -327,6 +326,8 @@ class nccl_transport final : public transport {
   device memory() const override { return device_; }
 
  private:
+  /// The reduction NCCL runs for op: a mean is summed, as on the MPI transport (the op divides).
+  static reduce_op summed(reduce_op op) { return op == reduce_op::mean ? reduce_op::sum : op; }
   template <class Enqueue>
   void run(const char* what, Enqueue&& enqueue) const {
     const xfunc::detail::cuda::device_context ctx = xfunc::detail::cuda::context_for(device_.index, what);
