@@ -128,6 +128,7 @@ TEST_CASE("cuda tensors: ops, broadcasting, reductions, matrix products", "[cuda
   CHECK(xf::equal(xf::amax(p.cuda(), {1}).cpu(), xf::amax(p, {1})));
   CHECK(xf::equal(xf::amin(q.cuda(), {0}).cpu(), xf::amin(q, {0})));
   CHECK_THROWS_WITH(-p.cuda(), Catch::Contains("xf::neg: negation (the - operator) of a boolean tensor"));
+  CHECK_THROWS_WITH(xf::abs(p.cuda()), Catch::Contains("xf::abs: the absolute value of a boolean tensor"));
   // a 0-d cpu tensor acts as a scalar
   same(ga * xf::scalar(2.0), a * 2.0);
   // matrix products: plain, transposed operands, an operand expanded over the batch, float32

@@ -252,7 +252,9 @@ TEST_CASE("pointwise: arithmetic on two boolean tensors is torch's", "[ops][poin
   const xf::tensor f = xf::tensor{1.0, 2.0, 3.0, 4.0};
   CHECK_THROWS_WITH(f - p, Catch::Contains("with a boolean tensor is not supported"));
   CHECK_THROWS_WITH(-p, Catch::Contains("xf::neg: negation (the - operator) of a boolean tensor"));
+  CHECK_THROWS_WITH(xf::abs(p), Catch::Contains("xf::abs: the absolute value of a boolean tensor is not supported"));
   CHECK_NOTHROW(p.to(xf::i64) - q.to(xf::i64));
+  CHECK(xf::abs(p.to(xf::i64)).dtype() == xf::i64);
 }
 
 TEST_CASE("pointwise: integer pow is exact, as torch's", "[ops][pointwise]") {

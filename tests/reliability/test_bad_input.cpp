@@ -773,6 +773,8 @@ void in_place(table& t) {
        {"xf::add_", "a int64 result cannot be written into a bool tensor in place"});
   t.op("xf::tensor::neg_ of bool (torch: 'Negation ... on a bool tensor is not supported')", b3(),
        [](const tensor& x) { x.clone().neg_(); }, {"xf::neg", "negation (the - operator) of a boolean tensor"});
+  t.op("xf::abs of bool (torch: no abs kernel for Bool)", b3(), [](const tensor& x) { (void)xf::abs(x); },
+       {"xf::abs", "the absolute value of a boolean tensor is not supported", ".to(xf::i64)"});
   t.op("xf::sub of bool tensors (torch: 'Subtraction ... with two bool tensors is not supported')", b3(),
        [](const tensor& x) { (void)(x - x); }, {"xf::sub", "with a boolean tensor is not supported", "xf::logical_not"});
   t.op("xf::tensor::fill_(NaN) of int64 (torch: 'cannot be converted to type int64_t')", i3(),

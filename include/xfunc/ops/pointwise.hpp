@@ -20,7 +20,7 @@ namespace detail {
 // dy/dx = derivative(x, y); the vjp is g * dy/dx and the jvp t * dy/dx, and the batch rule
 // applies the op to the batched value as it is (pointwise ops do not care where the batch dim is). Math ops compute in floating
 // point (integer inputs give float32); `keeps_dtype` ops (neg, abs, sign, relu, square) keep it.
-/// Refuses a boolean operand of a unary op that says why in `boolean_refusal` (neg, as torch).
+/// Refuses a boolean operand of a unary op that says why in `boolean_refusal` (neg, abs: as torch).
 template <class D>
 void check_boolean_operand(dtype dt) {
   if constexpr (requires { D::boolean_refusal; })
@@ -160,6 +160,8 @@ template <class>
 struct abs_op_t : pointwise_unary<abs_op> {
   static constexpr const char* name = "xf::abs";
   static constexpr bool keeps_dtype = true;
+  static constexpr const char* boolean_refusal =  // as torch (no abs kernel for bool)
+      "the absolute value of a boolean tensor is not supported; convert it first with .to(xf::i64) or .to(xf::f32)";
   static constexpr auto fn = [](const auto& x) { return element::abs(x); };
   static tensor derivative(const tensor& x, const tensor&) { return sign(x); }
 };
