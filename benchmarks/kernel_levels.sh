@@ -8,8 +8,10 @@ set -euo pipefail
 bench=$1
 IFS=',' read -r -a levels <<<"$2"
 native=${3:-}
-ld=$(readelf -l "$bench" | sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p')
-supported=$("$ld" --help | sed -n 's/^ *\([^ ]*\) (supported, searched)$/\1/p')
+# shellcheck source=../scripts/hwcaps.sh
+. "$(dirname "$0")/../scripts/hwcaps.sh"
+ld=$(loader_of "$bench")
+supported=$(supported_levels "$ld")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 names=(baseline)

@@ -9,12 +9,14 @@ set -euo pipefail
 probe=$1
 IFS=',' read -r -a levels <<<"$2"
 shift 2
-ld=$(readelf -l "$probe" | sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p')
+# shellcheck source=../../scripts/hwcaps.sh
+. "$(dirname "$0")/../../scripts/hwcaps.sh"
+ld=$(loader_of "$probe")
 if ! "$ld" --help 2>/dev/null | grep -q -- --glibc-hwcaps-mask; then
   echo "kernel_levels: $ld has no --glibc-hwcaps-mask (glibc before 2.33): the loader takes the baseline copy"
   exit 77
 fi
-supported=$("$ld" --help | sed -n 's/^ *\([^ ]*\) (supported, searched)$/\1/p')
+supported=$(supported_levels "$ld")
 
 # expected_target <level>: a pattern for xsimd's name of that level's instruction set
 expected_target() {

@@ -47,8 +47,9 @@ if [ -f "$work/installed/app_kernels" ] && ldd "$work/installed/app_kernels" | g
     "$prefix"/*) ;;
     *) echo "consumer: the installed program loads $loaded, not the installed kernel library" >&2; exit 1 ;;
   esac
-  ld=$(readelf -l "$work/installed/app_kernels" | sed -n 's/.*Requesting program interpreter: \(.*\)]$/\1/p')
-  for level in $("$ld" --help 2>/dev/null | sed -n 's/^ *\([^ ]*\) (supported, searched)$/\1/p'); do
+  # shellcheck source=../../scripts/hwcaps.sh
+  . "$src/scripts/hwcaps.sh"
+  for level in $(supported_levels "$(loader_of "$work/installed/app_kernels")"); do
     if compgen -G "$prefix/lib*/glibc-hwcaps/$level/libxfunc_kernels.so.*" >/dev/null; then
       case $loaded in
         */glibc-hwcaps/"$level"/*) ;;
