@@ -181,13 +181,22 @@ XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t be
                       reinterpret_cast<std::uintptr_t>(out + begin * elem_size) % line == 0;
   const std::size_t reg_bytes = block * elem_size;  // a multiple of 64
   const std::size_t n_regs = stream ? n_steps : n_steps - 1;  // streaming: the last step's block too
+  // The registers: this thread's buffer for max_steps blocks of the widest dtype, allocated by
+  // its first program and kept (a block function never settles another program, so one buffer
+  // per thread suffices). An allocation and free per task cost 3-8% of `x * a + b` on 2^24
+  // floats: glibc consolidated its heap each time the freed block rejoined the top.
   struct aligned_free {
     void operator()(std::byte* p) const { std::free(p); }
   };
-  std::unique_ptr<std::byte, aligned_free> reg_buffer(static_cast<std::byte*>(std::aligned_alloc(64, n_regs * reg_bytes)));
+  constexpr std::size_t reg_capacity = max_steps * block * sizeof(double);  // float64 and int64 are the widest
+  thread_local const std::unique_ptr<std::byte, aligned_free> reg_buffer(
+      static_cast<std::byte*>(std::aligned_alloc(64, reg_capacity)));
   std::byte* regs = reg_buffer.get();
   if (!regs) [[unlikely]]
-    fail("xf: out of memory allocating ", n_regs * reg_bytes, " bytes for a deferred pointwise program");
+    fail("xf: out of memory allocating ", reg_capacity, " bytes for deferred pointwise programs");
+  if (n_regs * reg_bytes > reg_capacity) [[unlikely]]  // (a dtype wider than 8 bytes)
+    fail("xf: internal error: a deferred program needs ", n_regs * reg_bytes, " bytes of registers, more than ",
+         reg_capacity);
   // Each step's operands and destination as a base address and a stride per element (0 for a
   // register), resolved once per task. Resolving them for every block (reading the steps, the
   // leaves' impls and their storages between the streaming stores of one block and the loads of
