@@ -148,7 +148,7 @@ inline constexpr std::size_t deferred_stream_min_bytes = std::size_t(32) << 20;
 #if XFUNC_RUNTIME_DEFINITIONS
 XFUNC_RUNTIME void deferred_value::evaluate(std::byte* out) const {
   // Registers hold the intermediate blocks (the last step writes straight into `out`). They are
-  // a heap buffer per task (56 KiB could overflow a small thread stack), 64-byte aligned like
+  // a heap buffer per thread (64 KiB could overflow a small thread stack), 64-byte aligned like
   // every tensor buffer, so SIMD stores to them stay within cache lines. Blocks
   // are independent: the program runs in tasks of blocks_per_task blocks over the thread pool,
   // each block computed exactly as on one thread (NOTE: [Threads]).
