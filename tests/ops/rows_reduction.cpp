@@ -129,8 +129,9 @@ TEST_CASE("reduction: dtypes", "[ops][reduction]") {
   CHECK(xf::sum(i).dtype() == xf::i64);
   CHECK(xf::sum(i).item<std::int64_t>() == 21);
   CHECK(xf::sum(xf::tensor{true, true, false}).dtype() == xf::i64);
-  CHECK(xf::mean(i).dtype() == xf::f32);
-  CHECK(xf::mean(i).item<float>() == Approx(3.5));
+  // mean of an integer tensor is refused, as in torch (it gave float32 before 2026-12-05)
+  CHECK_THROWS_WITH(xf::mean(i), Catch::Contains("xf::mean: needs a floating tensor, got int64"));
+  CHECK(xf::mean(i.to(xf::f32)).item<float>() == Approx(3.5));
   CHECK(xf::argmax(xf::tensor{1.0f, 3.0f, 2.0f}, 0).dtype() == xf::i64);
   CHECK(xf::argmax(xf::tensor{1.0f, 3.0f, 2.0f}, 0).item<std::int64_t>() == 1);
   CHECK(xf::amax(i, {1}).dtype() == xf::i64);

@@ -336,6 +336,19 @@ void reductions(table& t) {
          {name, "dim 1 is out of range"});
     t.call(name + " of an undefined tensor", [f] { (void)f(undefined, {}); }, {name, "operation on an undefined tensor"});
   }
+  // as in torch, mean and var need a floating tensor (mean gave float32 before 2026-12-05)
+  const std::vector<std::pair<std::string, std::function<tensor(const tensor&)>>> floating_only = {
+      {"xf::mean", [](const tensor& x) { return xf::mean(x); }},
+      {"xf::var", [](const tensor& x) { return xf::var(x, {0}); }},
+  };
+  for (const auto& entry : floating_only) {
+    const std::string& name = entry.first;
+    const auto& f = entry.second;
+    t.call(name + " of an int64 tensor", [f] { (void)f(xf::zeros({3}, xf::i64)); },
+           {name, "needs a floating tensor, got int64", "t.to(xf::f32)"});
+    t.call(name + " of a boolean tensor", [f] { (void)f(xf::zeros({3}, xf::b8)); },
+           {name, "needs a floating tensor, got bool"});
+  }
   const std::vector<std::pair<std::string, dim_fn>> by_dim = {
       {"xf::prod", [](const tensor& x, std::int64_t d) { return xf::prod(x, d); }},
       {"xf::argmax", [](const tensor& x, std::int64_t d) { return xf::argmax(x, d); }},
@@ -409,6 +422,11 @@ void pointwise(table& t) {
   t.op("xf::where with branches that do not broadcast", x23(),
        [](const tensor& x) { (void)xf::where(x > 1.0, x, xf::ones({2}, xf::f64)); },
        {"xf::where", "cannot be broadcast together"});
+  // a condition that is not boolean is refused, as in torch (it was read as "nonzero" before 2026-12-05)
+  t.op("xf::where with a floating condition", x23(), [](const tensor& x) { (void)xf::where(x, x, x); },
+       {"xf::where", "the condition must be a boolean tensor, got float64", "c != 0.0"});
+  t.call("xf::where with an int64 condition", [] { (void)xf::where(xf::zeros({3}, xf::i64), x3(), x3()); },
+         {"xf::where", "the condition must be a boolean tensor, got int64"});
   t.call("xf::where with an undefined condition", [] { (void)xf::where(undefined, x3(), x3()); },
          {"xf::where", "operation on an undefined tensor"});
   t.call("xf::where with an undefined branch", [] { (void)xf::where(x3() > 1.0, x3(), undefined); },

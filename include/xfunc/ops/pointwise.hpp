@@ -524,6 +524,9 @@ struct where_op_t {
   using attrs = no_attrs;
   static tensor kernel(std::span<const tensor> in, const attrs&) {
     const tensor &c = in[0], &a = in[1], &b = in[2];
+    if (c.dtype() != dtype::boolean)  // as torch: a number is not silently read as a truth value
+      fail(name, ": the condition must be a boolean tensor, got ", c.dtype(),
+           "; compare it first, e.g. xf::where(c != 0.0, a, b)");
     const dtype dt = promote(a.dtype(), b.dtype());
     shape_t shape = broadcast_shapes(broadcast_shapes(c.shape(), a.shape(), name), b.shape(), name);
     if (c.device() == meta || a.device() == meta || b.device() == meta) return backend::meta_like(shape, dt, name);
@@ -626,7 +629,8 @@ template <int D>
 tensor atan2(const tensor& a, const tensor& b) {
   return detail::call<detail::atan2_op>({}, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));
 }
-/// Elementwise `cond ? a : b`, the three broadcast together; differentiable in a and b.
+/// Elementwise `cond ? a : b`, the three broadcast together (cond boolean, as in torch);
+/// differentiable in a and b.
 template <int D>
 tensor where(const tensor& cond, const tensor& a, const tensor& b) {
   return detail::call<detail::where_op>({}, cond, detail::zero_dim_operand(a, b), detail::zero_dim_operand(b, a));

@@ -399,12 +399,22 @@ tensor sum(const tensor& t, const dims_t& dims, bool keepdim) {
 /// Sum of all elements, a 0-d tensor.
 template <int D>
 tensor sum(const tensor& t) { return sum(t, {}, false); }
-/// Mean over `dims` (empty: every dim); integer tensors give float32.
+namespace detail {
+/// mean and var of an integer or boolean tensor are refused, as in torch (a float32 result
+/// would be a choice the caller did not make).
+template <int = 0>
+void require_floating_for(const tensor& t, const char* fn) {
+  if (!is_floating(t.dtype()))
+    fail(fn, ": needs a floating tensor, got ", t.dtype(), "; convert it first, e.g. ", fn, "(t.to(xf::f32))");
+}
+}  // namespace detail
+/// Mean over `dims` (empty: every dim) of a floating tensor.
 template <int D>
 tensor mean(const tensor& t, const dims_t& dims, bool keepdim) {
   const dims_t nd = detail::reduction_dims(t, dims, "xf::mean");
+  detail::require_floating_for(t, "xf::mean");
   const std::int64_t n = detail::reduced_count(t.shape(), nd, "xf::mean");
-  tensor s = detail::call<detail::sum_op>({nd, keepdim}, is_floating(t.dtype()) ? t : t.to(f32));
+  tensor s = detail::call<detail::sum_op>({nd, keepdim}, t);
   return s / static_cast<double>(n);
 }
 // compiled once in xfunc::kernels (NOTE: [Precompiled composites])
@@ -442,6 +452,7 @@ tensor logsumexp(const tensor& t, const dims_t& dims, bool keepdim) {
 template <int D>
 tensor var(const tensor& t, const dims_t& dims, std::int64_t correction, bool keepdim) {
   const dims_t nd = detail::reduction_dims(t, dims, "xf::var");
+  detail::require_floating_for(t, "xf::var");
   const double n = static_cast<double>(detail::reduced_count(t.shape(), nd, "xf::var"));
   tensor centered = t - mean(t, nd, true);
   return sum(square(centered), nd, keepdim) / std::max(n - static_cast<double>(correction), 0.0);
