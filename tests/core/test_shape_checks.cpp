@@ -110,7 +110,9 @@ TEST_CASE("eye, arange and linspace: result lengths are checked (shape)", "[shap
   CHECK(xf::linspace(0.0, 1.0, k40, xf::f32, xf::meta).shape() == xf::shape_t{k40});
   // and small ones unchanged
   CHECK(xf::equal(xf::arange(4), xf::tensor{0, 1, 2, 3}));
-  CHECK(xf::arange(5.0, 1.0, 1.0, xf::f32, xf::cpu).numel() == 0);
+  CHECK(xf::arange(5.0, 5.0, 1.0, xf::f32, xf::cpu).numel() == 0);
+  CHECK(xf::equal(xf::arange(5.0, 1.0, -2.0, xf::f64), xf::tensor{5.0, 3.0}));
+  REQUIRE_THROWS_WITH(xf::arange(5.0, 1.0, 1.0, xf::f32, xf::cpu), Contains("against the sign of step"));  // as torch
   CHECK(xf::eye(0).shape() == xf::shape_t{0, 0});
 }
 

@@ -217,6 +217,11 @@ void tensors_and_factories(table& t) {
   // arange
   t.call("xf::arange with step 0", [] { (void)xf::arange(0.0, 1.0, 0.0); }, {"xf::arange", "step must be nonzero"});
   t.call("xf::arange with a NaN end", [] { (void)xf::arange(0.0, std::nan(""), 1.0); }, {"xf::arange", "is not a number"});
+  // as torch: a range against the sign of step is refused (it was empty before 2026-12-05)
+  t.call("xf::arange(5, 1, 1)", [] { (void)xf::arange(5.0, 1.0, 1.0); },
+         {"xf::arange", "the range from 5 to 1 goes against the sign of step 1"});
+  t.call("xf::arange(1, 5, -1)", [] { (void)xf::arange(1.0, 5.0, -1.0); }, {"xf::arange", "against the sign of step -1"});
+  t.call("xf::arange(-3)", [] { (void)xf::arange(-3); }, {"xf::arange", "the range from 0 to -3"});
   t.call("xf::arange with an infinite end", [] { (void)xf::arange(0.0, INFINITY, 1.0); },
          {"xf::arange", "more elements than int64_t can hold"});
   t.call("xf::arange of int64 past int64_t (1e300 / 1e298 steps)", [] { (void)xf::arange(0.0, 1e300, 1e298, xf::i64); },

@@ -177,6 +177,9 @@ inline tensor eye(std::int64_t n, dtype dt, device dev) { return detail::lift_cr
 /// negative step, above it); float32 unless `dt` says otherwise (arange(end) alone is int64).
 inline tensor arange(double start, double end, double step, dtype dt, device dev) {
   if (step == 0) detail::fail("xf::arange: step must be nonzero");
+  if ((step > 0 && end < start) || (step < 0 && end > start))  // as torch (an empty range would hide a swap)
+    detail::fail("xf::arange: the range from ", start, " to ", end, " goes against the sign of step ", step,
+                 "; swap start and end or negate step");
   // the length ceil((end - start) / step) must be a finite count that fits in int64_t (a
   // double-to-integer conversion out of range would be undefined behaviour)
   const double len = std::ceil((end - start) / step);
