@@ -224,7 +224,7 @@ XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t be
     const bool to_out = k + 1 == n_steps && !stream;
     resolved[k] = {s.fn, s.scalar, operand(s.a), operand(s.b), to_out ? out : regs + k * reg_bytes, to_out ? elem_size : 0};
   }
-  const std::size_t steps_used = n_steps;
+  const std::size_t steps_used = n_steps;  // a local: the member would be reloaded after every call through fn
   for (std::size_t off = begin; off < end; off += block) {
     const std::size_t n = end - off < block ? end - off : block;
     for (std::size_t k = 0; k < steps_used; ++k) {
