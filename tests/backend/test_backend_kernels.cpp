@@ -549,6 +549,20 @@ TEST_CASE("write_through: in-place writes through strided views", "[backend][inp
       auto idx = unravel(i, {257, 263});
       return idx[0] >= 2 && idx[0] < 202 ? as_dtype(value_at(row, idx[1]), dt) : 0.0;
     });
+    // a transposed source of another dtype into a strided view: the tiled copy into a buffer in
+    // the destination's order, then converted row by row (NOTE: [Copies by element size])
+    const xf::dtype other = dt == xf::f32 ? xf::i64 : xf::f32;
+    const xf::tensor src = random_of({263, 257}, other);
+    const xf::tensor converted = same_at_every_thread_count([&] {
+      xf::tensor b = xf::zeros({257, 270}, dt);
+      xf::tensor v = b.narrow(1, 3, 263);
+      v.copy_(src.t());
+      return b;
+    });
+    check_elements(converted, [&](std::int64_t i) {
+      auto idx = unravel(i, {257, 270});
+      return idx[1] >= 3 && idx[1] < 266 ? as_dtype(value_at(src, ravel({idx[1] - 3, idx[0]}, {263, 257})), dt) : 0.0;
+    });
   }
   // an in-place op on a strided view of a large tensor
   const xf::tensor base = xf::randn({300, 500});

@@ -13,6 +13,7 @@
 #include <xfunc/backend/parallel.hpp>
 #include <xfunc/backend/streaming.hpp>
 #include <xfunc/core/shape.hpp>
+#include <xfunc/core/tensor.hpp>  // scratch
 
 namespace xfunc::detail::backend {
 
@@ -281,53 +282,134 @@ struct register_transpose {
 /// copy_tile). In the usual transpose (destination contiguous along the columns, source along
 /// the rows) the tile is copied in square blocks transposed in registers, each reading and
 /// writing whole runs of transpose_bytes, along the destination's rows first (NOTE: [Transposed
-/// copy order]); the edges that do not fill a block, and conversions, go through a buffer in L1.
+/// copy order]); the edges that do not fill a block go through a buffer in L1.
 /// Reading the source column by column instead would keep copy_tile lines open at once, and with
 /// power-of-two strides (2048 floats, say) they all fall into the same cache set, which holds
 /// far fewer: every read would miss.
 /// With `stream`, register blocks are stored by streaming stores where d and its rows allow
-/// (NOTE: [Streaming stores]); the caller then fences.
-template <class T, class S>
-void copy_tile_block(T* __restrict d, std::int64_t dk, std::int64_t dl, const S* __restrict s, std::int64_t sk,
+/// (NOTE: [Streaming stores]); the caller then fences. U is an unsigned type (copies move bits).
+template <class U>
+void copy_tile_block(U* __restrict d, std::int64_t dk, std::int64_t dl, const U* __restrict s, std::int64_t sk,
                      std::int64_t sl, std::int64_t nk, std::int64_t nl, bool stream) {
   if (dl != 1 || sk != 1) {
     for (std::int64_t i = 0; i < nk; ++i)
-      for (std::int64_t j = 0; j < nl; ++j) d[i * dk + j * dl] = convert_element<T>(s[i * sk + j * sl]);
+      for (std::int64_t j = 0; j < nl; ++j) d[i * dk + j * dl] = s[i * sk + j * sl];
     return;
   }
   std::int64_t bk = 0, bl = 0;  // the part done in register blocks
-  if constexpr (std::is_same_v<T, S> && (sizeof(T) == 4 || sizeof(T) == 8)) {
-    using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-    constexpr int w = static_cast<int>(transpose_bytes / sizeof(T));  // NOTE: [Register transposes]
+  if constexpr (sizeof(U) == 4 || sizeof(U) == 8) {
+    constexpr int w = static_cast<int>(transpose_bytes / sizeof(U));  // NOTE: [Register transposes]
     using block = register_transpose<U, w>;
     bk = nk / w * w;
     bl = nl / w * w;
     constexpr auto row_bytes = static_cast<std::int64_t>(transpose_bytes);
-    const bool aligned = reinterpret_cast<std::uintptr_t>(d) % row_bytes == 0 && dk * std::int64_t(sizeof(T)) % row_bytes == 0;
+    const bool aligned = reinterpret_cast<std::uintptr_t>(d) % row_bytes == 0 && dk * std::int64_t(sizeof(U)) % row_bytes == 0;
     auto blocks = [&](auto streaming) {
       for (std::int64_t i = 0; i < bk; i += w)
         for (std::int64_t j = 0; j < bl; j += w)
-          block::template run<decltype(streaming)::value>(reinterpret_cast<const U*>(s + i + j * sl), sl,
-                                               reinterpret_cast<U*>(d + i * dk + j), dk);
+          block::template run<decltype(streaming)::value>(s + i + j * sl, sl, d + i * dk + j, dk);
     };
     if (stream && aligned && block::can_stream) blocks(std::true_type{});
     else blocks(std::false_type{});
     if (bk == nk && bl == nl) return;
   }
   // the rest: rows [bk, nk) of every column, and columns [bl, nl) of rows [0, bk)
-  alignas(64) T buf[copy_tile][copy_tile];
+  alignas(64) U buf[copy_tile][copy_tile];
   for (std::int64_t j = 0; j < nl; ++j) {
-    const S* __restrict run = s + j * sl;
-    for (std::int64_t i = j < bl ? bk : 0; i < nk; ++i) buf[i][j] = convert_element<T>(run[i]);
+    const U* __restrict run = s + j * sl;
+    for (std::int64_t i = j < bl ? bk : 0; i < nk; ++i) buf[i][j] = run[i];
   }
   for (std::int64_t i = 0; i < nk; ++i) {
     const std::int64_t from = i < bk ? bl : 0;
-    std::memcpy(d + i * dk + from, buf[i] + from, static_cast<std::size_t>(nl - from) * sizeof(T));
+    std::memcpy(d + i * dk + from, buf[i] + from, static_cast<std::size_t>(nl - from) * sizeof(U));
   }
+}
+
+/// The dim (other than the innermost) to copy in tiles with the innermost one, or -1 to copy
+/// rows: tiles when the source is more contiguous along some outer dim than along the rows.
+inline int tiled_dim(const copy_layout& L) {
+  const int inner = L.rank - 1;
+  if (inner < 1) return -1;
+  const std::int64_t sl = L.ss[inner];
+  int k = -1;  // the outer dim along which the source is most contiguous
+  for (int i = 0; i < inner; ++i)
+    if (L.ss[i] != 0 && (k < 0 || abs_stride(L.ss[i]) < abs_stride(L.ss[k]))) k = i;
+  return k >= 0 && abs_stride(L.ss[k]) < abs_stride(sl) && abs_stride(sl) > 1 && L.n[inner] >= 4 ? k : -1;
+}
+
+/// The rows of the innermost dim of L (rank >= 1), in tasks of copy_grain elements, converting.
+template <class T, class S>
+void copy_rows(const copy_layout& L, T* dst, const S* src) {
+  const int inner = L.rank - 1;
+  const std::int64_t nl = L.n[inner], dl = L.ds[inner], sl = L.ss[inner];
+  if (L.rank == 1 && nl <= copy_grain) {  // one short row
+    copy_row<T, S>(dst, dl, src, sl, nl);
+    return;
+  }
+  copy_cursor rows;
+  for (int i = 0; i < inner; ++i) rows.add_dim(L.n[i], {L.ds[i], L.ss[i]});
+  for_each_row_piece(rows, nl, copy_grain, [&](const copy_cursor& c, std::int64_t b, std::int64_t e, std::int64_t) {
+    copy_row<T, S>(dst + c.off[0] + b * dl, dl, src + c.off[1] + b * sl, sl, e - b);
+  });
+}
+
+/// The unsigned type of T's size. A copy without conversion moves bits, so one instantiation
+/// serves every dtype of that size (float32 and int32 alike, float64 and int64).
+template <class T>
+using copy_bits_t =
+    std::conditional_t<sizeof(T) == 1, std::uint8_t,
+                       std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                          std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
+
+/// strided_copy without conversion, on the bits of the elements (U unsigned, rank >= 1).
+template <class U>
+void copy_bits(const copy_layout& L, U* dst, const U* src) {
+  const int k = tiled_dim(L);
+  if (k < 0) {
+    copy_rows<U, U>(L, dst, src);
+    return;
+  }
+  // units: (outer position, band of copy_tile rows along k); each copies band x nl in tiles
+  const int inner = L.rank - 1;
+  const std::int64_t nl = L.n[inner], dl = L.ds[inner], sl = L.ss[inner];
+  copy_cursor c;
+  for (int i = 0; i < inner; ++i)
+    if (i != k) c.add_dim(L.n[i], {L.ds[i], L.ss[i]});
+  const std::int64_t nk = L.n[k], bands = (nk + copy_tile - 1) / copy_tile;
+  c.add_dim(bands, {L.ds[k] * copy_tile, L.ss[k] * copy_tile});
+  const std::int64_t units = c.count();
+  const std::int64_t unit_work = copy_tile * nl;
+  const std::int64_t per_task = unit_work >= copy_grain ? 1 : copy_grain / unit_work;
+  const std::int64_t n_tasks = (units + per_task - 1) / per_task;
+  const std::int64_t dk = L.ds[k], sk = L.ss[k];
+  std::int64_t total = 1;  // the destination's elements
+  for (int i = 0; i < L.rank; ++i) total *= L.n[i];
+  const bool stream = static_cast<std::size_t>(total) * sizeof(U) >= stream_min_bytes;  // NOTE: [Streaming stores]
+  parallel_for(n_tasks, per_task * unit_work, [&](std::int64_t t) {
+    copy_cursor cur = c;
+    const std::int64_t u0 = t * per_task, u1 = u0 + per_task < units ? u0 + per_task : units;
+    cur.seek(u0);
+    for (std::int64_t u = u0; u < u1; ++u, cur.next()) {
+      const std::int64_t band = cur.idx[cur.rank - 1];
+      const std::int64_t rows = nk - band * copy_tile < copy_tile ? nk - band * copy_tile : copy_tile;
+      for (std::int64_t j = 0; j < nl; j += copy_tile) {
+        const std::int64_t cols = nl - j < copy_tile ? nl - j : copy_tile;
+        copy_tile_block<U>(dst + cur.off[0] + j * dl, dk, dl, src + cur.off[1] + j * sl, sk, sl, rows, cols, stream);
+      }
+    }
+    if (stream) stream_fence();
+  });
 }
 
 /// Copies the elements of the simplified layout L from src to dst (both pointing at the
 /// element at index 0), converting S to T. See NOTE: [Strided copies].
+/// NOTE: [Copies by element size]: the layout work (tiles, register transposes, streaming
+/// stores) is compiled once per element size, not once per pair of dtypes: a copy without
+/// conversion moves bits (copy_bits), and a conversion is a plain row loop per pair (copy_rows).
+/// A conversion whose source must be read in tiles (a transposed view cast to another dtype)
+/// takes two passes: the tiled copy into a buffer in the destination's order, then the rows
+/// converted from it. Before, the 16 pairs each compiled the whole tiled copy: 110 KB of the
+/// 900 KB of code in a header-only build of examples/per_example_gradients.cpp.
 template <class T, class S>
 void strided_copy(const copy_layout& L, T* dst, const S* src) {
   if (L.empty) return;
@@ -335,54 +417,24 @@ void strided_copy(const copy_layout& L, T* dst, const S* src) {
     dst[0] = convert_element<T>(src[0]);
     return;
   }
-  const int inner = L.rank - 1;
-  const std::int64_t nl = L.n[inner], dl = L.ds[inner], sl = L.ss[inner];
-  if (L.rank == 1 && nl <= copy_grain) {  // one short row
-    copy_row<T, S>(dst, dl, src, sl, nl);
-    return;
+  if constexpr (std::is_same_v<T, S>) {
+    using U = copy_bits_t<T>;
+    static_assert(sizeof(U) == sizeof(T), "strided_copy: elements of 1, 2, 4 or 8 bytes");
+    copy_bits<U>(L, reinterpret_cast<U*>(dst), reinterpret_cast<const U*>(src));
+  } else if (tiled_dim(L) < 0) {
+    copy_rows<T, S>(L, dst, src);
+  } else {
+    copy_layout staged = L, converted = L;  // src -> buf (in the destination's order) -> dst
+    std::int64_t total = 1;
+    for (int i = L.rank; i-- > 0;) {
+      staged.ds[i] = converted.ss[i] = total;
+      total *= L.n[i];
+    }
+    const scratch<S> buf(total);
+    using U = copy_bits_t<S>;
+    copy_bits<U>(staged, reinterpret_cast<U*>(buf.data()), reinterpret_cast<const U*>(src));
+    copy_rows<T, S>(converted, dst, buf.data());
   }
-  // the dim (other than the innermost) along which the source is most contiguous
-  int k = -1;
-  for (int i = 0; i < inner; ++i)
-    if (L.ss[i] != 0 && (k < 0 || abs_stride(L.ss[i]) < abs_stride(L.ss[k]))) k = i;
-  const bool tiled = k >= 0 && abs_stride(L.ss[k]) < abs_stride(sl) && abs_stride(sl) > 1 && nl >= 4;
-  if (tiled) {
-    // units: (outer position, band of copy_tile rows along k); each copies band x nl in tiles
-    copy_cursor c;
-    for (int i = 0; i < inner; ++i)
-      if (i != k) c.add_dim(L.n[i], {L.ds[i], L.ss[i]});
-    const std::int64_t nk = L.n[k], bands = (nk + copy_tile - 1) / copy_tile;
-    c.add_dim(bands, {L.ds[k] * copy_tile, L.ss[k] * copy_tile});
-    const std::int64_t units = c.count();
-    const std::int64_t unit_work = copy_tile * nl;
-    const std::int64_t per_task = unit_work >= copy_grain ? 1 : copy_grain / unit_work;
-    const std::int64_t n_tasks = (units + per_task - 1) / per_task;
-    const std::int64_t dk = L.ds[k], sk = L.ss[k];
-    std::int64_t total = 1;  // the destination's elements
-    for (int i = 0; i < L.rank; ++i) total *= L.n[i];
-    const bool stream = static_cast<std::size_t>(total) * sizeof(T) >= stream_min_bytes;  // NOTE: [Streaming stores]
-    parallel_for(n_tasks, per_task * unit_work, [&](std::int64_t t) {
-      copy_cursor cur = c;
-      const std::int64_t u0 = t * per_task, u1 = u0 + per_task < units ? u0 + per_task : units;
-      cur.seek(u0);
-      for (std::int64_t u = u0; u < u1; ++u, cur.next()) {
-        const std::int64_t band = cur.idx[cur.rank - 1];
-        const std::int64_t rows = nk - band * copy_tile < copy_tile ? nk - band * copy_tile : copy_tile;
-        for (std::int64_t j = 0; j < nl; j += copy_tile) {
-          const std::int64_t cols = nl - j < copy_tile ? nl - j : copy_tile;
-          copy_tile_block<T, S>(dst + cur.off[0] + j * dl, dk, dl, src + cur.off[1] + j * sl, sk, sl, rows, cols, stream);
-        }
-      }
-      if (stream) stream_fence();
-    });
-    return;
-  }
-  // rows of the innermost dim, in tasks of copy_grain elements
-  copy_cursor rows;
-  for (int i = 0; i < inner; ++i) rows.add_dim(L.n[i], {L.ds[i], L.ss[i]});
-  for_each_row_piece(rows, nl, copy_grain, [&](const copy_cursor& c, std::int64_t b, std::int64_t e, std::int64_t) {
-    copy_row<T, S>(dst + c.off[0] + b * dl, dl, src + c.off[1] + b * sl, sl, e - b);
-  });
 }
 
 /// Copies `shape` elements from src (strides ss) to dst (strides ds), converting S to T; both
