@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -56,23 +57,34 @@ class thread_pool {
     size_.store(n, std::memory_order_relaxed);
   }
 
+  /// A list of tasks: fn(ctx, i) for i in [0, n).
+  struct job {
+    void (*fn)(const void*, std::int64_t) = nullptr;
+    const void* ctx = nullptr;
+    std::int64_t n = 0;
+  };
+
   /// Runs f(i) for every i in [0, n), on up to size() threads; returns when all have run. The
   /// first exception a task throws is rethrown here; tasks that have not started by then are
   /// skipped (as the loop on one thread stops at the throwing task).
   template <class F>
   void run(std::int64_t n, const F& f) {
+    run_job({[](const void* ctx, std::int64_t i) { (*static_cast<const F*>(ctx))(i); }, &f, n});
+  }
+  /// run, with the task type erased: the locking and waiting are compiled once, not once per
+  /// kind of task (each kernel's parallel loop), which kept 1-2 KB of code per call site.
+  void run_job(const job& j) {
     std::unique_lock<std::mutex> job_lock(job_mutex_, std::try_to_lock);
     if (!job_lock.owns_lock() || in_task) {  // another caller holds the pool, or nested: run here
-      for (std::int64_t i = 0; i < n; ++i) f(i);
+      for (std::int64_t i = 0; i < j.n; ++i) j.fn(j.ctx, i);
       return;
     }
     start_workers();
-    const job j{[](const void* ctx, std::int64_t i) { (*static_cast<const F*>(ctx))(i); }, &f, n};
     {
       std::lock_guard<std::mutex> lock(m_);
       job_ = j;
       next_.store(0, std::memory_order_relaxed);
-      pending_ = n;
+      pending_ = j.n;
       error_ = nullptr;
       failed_.store(false, std::memory_order_relaxed);
       ++generation_;
@@ -114,12 +126,6 @@ class thread_pool {
 #endif
     return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   }
-
-  struct job {
-    void (*fn)(const void*, std::int64_t) = nullptr;
-    const void* ctx = nullptr;
-    std::int64_t n = 0;
-  };
 
   // Claims and runs tasks of job j until none is left.
   void work(const job& j) {
@@ -192,6 +198,24 @@ class thread_pool {
   std::exception_ptr error_;
 };
 
+/// parallel_for with the item loop erased: `items(ctx, i0, i1)` runs items [i0, i1). Compiled
+/// once, so each kernel's loop body is compiled once too (in its `items`), not once for the
+/// pool's tasks and again for the loop on this thread.
+inline void parallel_ranges(std::int64_t n, std::int64_t work_per_item,
+                            void (*items)(const void*, std::int64_t, std::int64_t), const void* ctx) {
+  if (n > 1 && n * work_per_item >= min_parallel_work && !thread_pool::in_task) {
+    thread_pool& pool = thread_pool::instance();
+    const int threads = pool.size();
+    if (threads > 1) {
+      const std::int64_t by_work = std::max<std::int64_t>(1, n * work_per_item / (min_parallel_work / 4));
+      const std::int64_t tasks = std::min({n, by_work, std::int64_t{8} * threads});
+      pool.run(tasks, [&](std::int64_t t) { items(ctx, n * t / tasks, n * (t + 1) / tasks); });
+      return;
+    }
+  }
+  items(ctx, 0, n);
+}
+
 /// Runs f(i) for i in [0, n): on the pool when the items together do at least
 /// min_parallel_work element-operations (`work_per_item` each) and more than one thread is
 /// allowed, else in order on this thread. Items are handed out in contiguous ranges (a few per
@@ -199,21 +223,11 @@ class thread_pool {
 /// synchronisation each. f(i) must not depend on which thread runs it (NOTE: [Threads]).
 template <class F>
 void parallel_for(std::int64_t n, std::int64_t work_per_item, F&& f) {
-  if (n > 1 && n * work_per_item >= min_parallel_work && !thread_pool::in_task) {
-    thread_pool& pool = thread_pool::instance();
-    const int threads = pool.size();
-    if (threads > 1) {
-      const std::int64_t by_work = std::max<std::int64_t>(1, n * work_per_item / (min_parallel_work / 4));
-      const std::int64_t tasks = std::min({n, by_work, std::int64_t{8} * threads});
-      auto range = [&](std::int64_t t) {
-        const std::int64_t i0 = n * t / tasks, i1 = n * (t + 1) / tasks;
-        for (std::int64_t i = i0; i < i1; ++i) f(i);
-      };
-      pool.run(tasks, range);
-      return;
-    }
-  }
-  for (std::int64_t i = 0; i < n; ++i) f(i);
+  using G = std::remove_reference_t<F>;
+  parallel_ranges(n, work_per_item, [](const void* ctx, std::int64_t i0, std::int64_t i1) {
+    G& g = *static_cast<G*>(const_cast<void*>(ctx));
+    for (std::int64_t i = i0; i < i1; ++i) g(i);
+  }, &f);
 }
 
 }  // namespace detail::backend
