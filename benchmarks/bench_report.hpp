@@ -1,8 +1,8 @@
 #pragma once
-// A Google Benchmark main that also collects each benchmark's time (the median when
-// --benchmark_repetitions is given) and prints a table of ratios against baselines measured in
-// the same process: "name  time  baseline  ratio  target  met?". Targets are reported, never
-// asserted.
+// A Google Benchmark main that also collects each benchmark's time (the median of the
+// repetitions: five by default, interleaved, see default_flags) and prints a table of ratios
+// against baselines measured in the same process: "name  time  baseline  ratio  target  met?".
+// Targets are reported, never asserted.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -120,10 +120,23 @@ inline void print_table(const std::map<std::string, measured>& res, const std::v
   std::fflush(stdout);
 }
 
+/// The flags every run starts with (the command line's own come after them, so they override):
+/// five repetitions of 0.1 s in random order across all benchmarks, medians reported. The
+/// development VMs change speed in phases longer than one benchmark; interleaving lets a slow
+/// phase fall on a row and its baseline alike, where one run per benchmark (Google Benchmark's
+/// default) gave ratios off by up to 1.5x (docs/performance.md, "Running the benchmarks").
+inline const char* const default_flags[] = {"--benchmark_repetitions=5", "--benchmark_enable_random_interleaving=true",
+                                           "--benchmark_min_time=0.1", "--benchmark_report_aggregates_only=true"};
+
 /// Runs the registered benchmarks and prints the table.
 inline int run_and_report(int argc, char** argv, const std::vector<target>& rows) {
-  benchmark::Initialize(&argc, argv);
-  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  std::vector<char*> args(argv, argv + 1);
+  for (const char* f : default_flags) args.push_back(const_cast<char*>(f));  // (Initialize only reads them)
+  args.insert(args.end(), argv + 1, argv + argc);
+  int n = static_cast<int>(args.size());
+  args.push_back(nullptr);
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   collecting_reporter rep;
   benchmark::RunSpecifiedBenchmarks(&rep);
   benchmark::Shutdown();

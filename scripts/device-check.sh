@@ -402,7 +402,9 @@ for b in "${benches[@]}"; do
     continue
   fi
   echo "=== $b" >>"$logs/bench.log"
-  run_step "$logs/bench.log" "$(left 120)" "$exe" "--benchmark_min_time=$bench_min_time" --benchmark_color=false "${bench_args[@]}"
+  # (one repetition: bench_report.hpp runs five by default, too long for this budget)
+  run_step "$logs/bench.log" "$(left 120)" "$exe" "--benchmark_min_time=$bench_min_time" --benchmark_repetitions=1 \
+    --benchmark_color=false "${bench_args[@]}"
   record "$b" "$(status_of $step_rc)" "$step_s" "$(grep -cE '^[A-Za-z].* (ns|us|ms|s) ' "$logs/bench.log") timing lines; table in bench.log"
 done
 
