@@ -19,8 +19,7 @@ namespace xfunc::detail::backend {
 /// it vectorises.
 template <class T>
 T select_bits(bool take, T a, T b) {
-  using U = std::conditional_t<sizeof(T) == 8, std::uint64_t,
-                               std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint8_t>>;
+  using U = unsigned_of_t<T>;  // (backend/strided.hpp)
   static_assert(sizeof(U) == sizeof(T) && std::is_trivially_copyable_v<T>);
   const U m = U(0) - static_cast<U>(take);
   return std::bit_cast<T>(static_cast<U>((std::bit_cast<U>(a) & m) | (std::bit_cast<U>(b) & ~m)));

@@ -354,9 +354,10 @@ void copy_rows(const copy_layout& L, T* dst, const S* src) {
 }
 
 /// The unsigned type of T's size. A copy without conversion moves bits, so one instantiation
-/// serves every dtype of that size (float32 and int32 alike, float64 and int64).
+/// serves every dtype of that size (float32 and int32 alike, float64 and int64); select_bits
+/// blends through it too.
 template <class T>
-using copy_bits_t =
+using unsigned_of_t =
     std::conditional_t<sizeof(T) == 1, std::uint8_t,
                        std::conditional_t<sizeof(T) == 2, std::uint16_t,
                                           std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>>;
@@ -418,7 +419,7 @@ void strided_copy(const copy_layout& L, T* dst, const S* src) {
     return;
   }
   if constexpr (std::is_same_v<T, S>) {
-    using U = copy_bits_t<T>;
+    using U = unsigned_of_t<T>;
     static_assert(sizeof(U) == sizeof(T), "strided_copy: elements of 1, 2, 4 or 8 bytes");
     copy_bits<U>(L, reinterpret_cast<U*>(dst), reinterpret_cast<const U*>(src));
   } else if (tiled_dim(L) < 0) {
@@ -431,7 +432,7 @@ void strided_copy(const copy_layout& L, T* dst, const S* src) {
       total *= L.n[i];
     }
     const scratch<S> buf(total);
-    using U = copy_bits_t<S>;
+    using U = unsigned_of_t<S>;
     copy_bits<U>(staged, reinterpret_cast<U*>(buf.data()), reinterpret_cast<const U*>(src));
     copy_rows<T, S>(converted, dst, buf.data());
   }
