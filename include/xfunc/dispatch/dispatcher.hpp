@@ -3,12 +3,15 @@
 // grad / jvp / vmap interpreters that apply an op's rules at one layer.
 #include <array>
 #include <cstdio>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
+#include <xfunc/core/linkage.hpp>
 #include <xfunc/dispatch/autograd_graph.hpp>
 #include <xfunc/dispatch/layer_stack.hpp>
 #include <xfunc/dispatch/trace.hpp>
@@ -49,22 +52,6 @@ template <class Op>
 constexpr bool is_writable_view_op() {
   if constexpr (requires { Op::view_writable; }) return Op::view_writable;
   else return true;
-}
-
-/// Records on `out` (a wrapper of the same layer as `self`) that it is a view of self's base.
-template <class Op>
-void track_view(const tensor& out, const tensor& self, const typename Op::attrs& a) {
-  const tensor_impl* s = self.impl();
-  auto v = std::make_shared<view_info>();
-  v->base = s->view ? s->view->base : self.impl_ptr();
-  auto prev = s->view ? s->view->replay : std::function<tensor(const tensor&)>{};
-  v->replay = [prev, a](const tensor& base) {
-    tensor t = prev ? prev(base) : base;
-    return dispatch<Op>(std::span<const tensor>(&t, 1), a);
-  };
-  v->writable = (!s->view || s->view->writable) && is_writable_view_op<Op>();
-  v->base_version = v->base->version;
-  out.impl()->view = std::move(v);
 }
 
 // NOTE: [Views as copies]
@@ -129,9 +116,15 @@ inline bool any_on_device(std::span<const tensor> in) {
   return false;
 }
 
-/// Runs Op's cuda kernel on `in` (NOTE: [Device dispatch]).
-template <class Op>
-tensor run_device_kernel(std::span<const tensor> in, const typename Op::attrs& a) {
+/// The device of the arguments that are not on the cpu, and whether 0-d cpu tensors (scalars)
+/// are among them; fails when two arguments are on different devices (NOTE: [Device dispatch]).
+struct device_args {
+  device dev;
+  bool scalars;
+};
+XFUNC_RUNTIME device_args device_of_args(const char* op, std::span<const tensor> in);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME device_args device_of_args(const char* op, std::span<const tensor> in) {
   device d = cpu;
   for (const auto& t : in)
     if (t.impl() && t.impl()->dev.kind == device_kind::cuda) {
@@ -145,21 +138,41 @@ tensor run_device_kernel(std::span<const tensor> in, const typename Op::attrs& a
       scalars = true;
       continue;
     }
-    fail(Op::name, ": tensor arguments on different devices (", d, " and ", t.impl()->dev,
+    fail(op, ": tensor arguments on different devices (", d, " and ", t.impl()->dev,
          "); move them to one device first, e.g. with .to(", d, ") (only 0-d cpu tensors act as scalars on any device)");
   }
+  return {d, scalars};
+}
+#endif
+
+/// `in` with its cpu tensors (0-d: scalars) uploaded to d, by the backend itself, not an op
+/// (make_fx would record one).
+XFUNC_RUNTIME tensor_list with_scalars_on(std::span<const tensor> in, device d, const char* op);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME tensor_list with_scalars_on(std::span<const tensor> in, device d, const char* op) {
+  tensor_list moved(in.begin(), in.end());
+  for (auto& t : moved)
+    if (t.impl() && t.impl()->dev == cpu) t = backend_of(d, op).upload(t, d);
+  return moved;
+}
+#endif
+
+[[noreturn, gnu::cold]] inline void fail_no_cuda_kernel(const char* op) {
+  fail(op, ": has no cuda kernel yet (docs/cuda.md lists the ops that run on cuda tensors); "
+       "compute it on the cpu, e.g. with .cpu() on its arguments");
+}
+
+/// Runs Op's cuda kernel on `in` (NOTE: [Device dispatch]).
+template <class Op>
+tensor run_device_kernel(std::span<const tensor> in, const typename Op::attrs& a) {
+  const auto [d, scalars] = device_of_args(Op::name, in);
   if constexpr (is_device_generic<Op>()) {
     return Op::kernel(in, a);
   } else {
     const device_kernel_fn<Op> k = cuda_kernel_of<Op>;
-    if (!k)
-      fail(Op::name, ": has no cuda kernel yet (docs/cuda.md lists the ops that run on cuda tensors); "
-           "compute it on the cpu, e.g. with .cpu() on its arguments");
+    if (!k) fail_no_cuda_kernel(Op::name);
     if (!scalars || cuda_kernel_takes_scalars<Op>) return k(in, a);
-    tensor_list moved(in.begin(), in.end());
-    for (auto& t : moved)  // (by the backend itself, not an op: make_fx would record one)
-      if (t.impl() && t.impl()->dev == cpu) t = backend_of(d, Op::name).upload(t, d);
-    return k(moved, a);
+    return k(with_scalars_on(in, d, Op::name), a);
   }
 }
 
@@ -213,11 +226,54 @@ constexpr bool op_reads_output() {
        " was expected; please report this with the program that triggered it");
 }
 
-template <class Op>
-struct op_node final : grad_node {
-  op_node() {}  // NOLINT: user-provided, so make_shared does not zero the struct first
+// NOTE: [Op tables]
+// The interpreter of each transform (grad_rule, jvp_rule, vmap_rule, functional_rule below) is
+// the same code for every op but for a few calls into the op: its dispatch one layer down, its
+// jvp, its batch rule, a grad node that holds its attrs and calls its vjp, the replay of a view.
+// Written as templates over the op they were compiled again for every op a program uses, about a
+// quarter of the code of a header-only program. They take the op as a table of those calls
+// instead, with its attrs behind a `const void*`, and are compiled once (in xfunc::kernels with
+// the kernel library: NOTE: [Compiled runtime]); only the table's small thunks are per op. The
+// zero-layer path of dispatch (NOTE: [Dispatch]) stays per op and calls the kernel directly.
+
+/// A grad node of an op call: its arguments (unwrapped one layer), its output when the op's
+/// rules read it (NOTE: [Saved outputs]); op_node<Op> adds the attrs and the rules.
+struct op_node_base : grad_node {
+  op_node_base() {}  // NOLINT: user-provided, so make_shared does not zero the struct first
   small_list<tensor, 3> in;
-  tensor out;  // undefined unless op_reads_output<Op>()
+  tensor out;  // undefined unless the op reads its output
+};
+
+/// What the transforms' interpreters call of an op (NOTE: [Op tables]); made by op_table_of<Op>.
+struct op_table {
+  const char* name;
+  bool differentiable;
+  bool is_view;
+  bool writable_view;
+  bool reads_output;
+  /// dispatch<Op>: the op on the arguments, from the next layer down.
+  tensor (*dispatch)(std::span<const tensor> in, const void* a);
+  /// A new op_node<Op> holding a copy of the attrs (differentiable ops; null otherwise).
+  std::shared_ptr<op_node_base> (*new_node)(const void* a);
+  /// Op::jvp (differentiable ops; null otherwise).
+  tensor (*jvp)(std::span<const tensor> primals, std::span<const tensor> tangents, const tensor& out,
+                const void* a);
+  /// Op::batch, or the loop fallback.
+  batched (*batch)(std::span<const tensor> values, std::span<const std::int64_t> bdims, std::int64_t B,
+                   const void* a);
+  /// The replay of a view of a view: prev (from the base; empty: the base itself), then this op
+  /// (view ops; null otherwise).
+  std::function<tensor(const tensor&)> (*view_replay)(std::function<tensor(const tensor&)> prev, const void* a);
+};
+
+template <class Op>
+const typename Op::attrs& attrs_of(const void* a) {
+  return *static_cast<const typename Op::attrs*>(a);
+}
+
+template <class Op>
+struct op_node final : op_node_base {
+  op_node() {}  // NOLINT: as op_node_base's
   typename Op::attrs attrs;
   tensor_list apply(const tensor& g) override {
     // Ops that can skip gradients nobody needs (an argument with no node at this layer, e.g. a
@@ -241,39 +297,96 @@ struct op_node final : grad_node {
   tensor forward_tangent(const tensor_list& tin) override { return Op::jvp(in, tin, out, attrs); }
 };
 
+/// The per-op calls of op_table_of<Op>.
 template <class Op>
-tensor grad_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
-  if constexpr (!differentiable_op<Op>) {
+struct op_thunks {
+  static tensor dispatch(std::span<const tensor> in, const void* a) { return detail::dispatch<Op>(in, attrs_of<Op>(a)); }
+  static std::shared_ptr<op_node_base> new_node(const void* a) {
+    auto node = make_pooled<op_node<Op>>();
+    node->attrs = attrs_of<Op>(a);
+    return node;
+  }
+  static tensor jvp(std::span<const tensor> primals, std::span<const tensor> tangents, const tensor& out,
+                    const void* a) {
+    return Op::jvp(primals, tangents, out, attrs_of<Op>(a));
+  }
+  static batched batch(std::span<const tensor> values, std::span<const std::int64_t> bdims, std::int64_t B,
+                       const void* a) {
+    if constexpr (batchable_op<Op>) return Op::batch(values, bdims, B, attrs_of<Op>(a));
+    else return batch_fallback<Op>(values, bdims, B, attrs_of<Op>(a));
+  }
+  static std::function<tensor(const tensor&)> view_replay(std::function<tensor(const tensor&)> prev, const void* a) {
+    return [prev = std::move(prev), a = attrs_of<Op>(a)](const tensor& base) {
+      tensor t = prev ? prev(base) : base;
+      return detail::dispatch<Op>(std::span<const tensor>(&t, 1), a);
+    };
+  }
+};
+
+/// Op's table (NOTE: [Op tables]); the rules an op lacks are null and never instantiated.
+template <class Op>
+constexpr op_table make_op_table() {
+  op_table t{Op::name, differentiable_op<Op>, is_view_op<Op>(), is_writable_view_op<Op>(), op_reads_output<Op>(),
+             &op_thunks<Op>::dispatch, nullptr, nullptr, &op_thunks<Op>::batch, nullptr};
+  if constexpr (differentiable_op<Op>) {
+    t.new_node = &op_thunks<Op>::new_node;
+    t.jvp = &op_thunks<Op>::jvp;
+  }
+  if constexpr (is_view_op<Op>()) t.view_replay = &op_thunks<Op>::view_replay;
+  return t;
+}
+template <class Op>
+inline constexpr op_table op_table_of = make_op_table<Op>();
+
+/// Records on `out` (a wrapper of the same layer as `self`) that it is a view of self's base.
+XFUNC_RUNTIME void track_view(const op_table& op, const tensor& out, const tensor& self, const void* a);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME void track_view(const op_table& op, const tensor& out, const tensor& self, const void* a) {
+  const tensor_impl* s = self.impl();
+  auto v = std::make_shared<view_info>();
+  v->base = s->view ? s->view->base : self.impl_ptr();
+  v->replay = op.view_replay(s->view ? s->view->replay : std::function<tensor(const tensor&)>{}, a);
+  v->writable = (!s->view || s->view->writable) && op.writable_view;
+  v->base_version = v->base->version;
+  out.impl()->view = std::move(v);
+}
+#endif
+
+/// grad: the op on the unwrapped arguments, its result wrapped with a node that holds its vjp.
+XFUNC_RUNTIME tensor grad_rule(const op_table& op, const layer_ptr& L, std::span<const tensor> in, const void* a);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME tensor grad_rule(const op_table& op, const layer_ptr& L, std::span<const tensor> in, const void* a) {
+  if (!op.differentiable) {
     small_list<tensor, 4> primals(in.size());
     for (std::size_t i = 0; i < in.size(); ++i) primals[i] = unwrap_at(in[i], L.get());
-    return dispatch<Op>(primals.span(), a);
-  } else {
-    // The node is made first and the unwrapped arguments go straight into it (one allocation
-    // for the list); it is dropped again when the output is not differentiable.
-    auto node = make_pooled<op_node<Op>>();
-    for (const tensor& t : in) {
-      if (belongs_to(t, L.get())) {
-        refresh_view(t);
-        node->in.push_back(t.impl()->inner);
-        node->next.push_back(t.impl()->node);
-      } else {
-        node->in.push_back(t);
-        node->next.push_back(nullptr);
-      }
-    }
-    tensor out = dispatch<Op>(node->in, a);
-    if (!is_floating(out.dtype())) return out;
-    if constexpr (op_reads_output<Op>()) node->out = out;
-    node->attrs = a;
-    tensor w = wrap_grad(std::move(out), L, std::move(node));
-    if constexpr (is_view_op<Op>())
-      if (belongs_to(in[0], L.get())) track_view<Op>(w, in[0], a);
-    return w;
+    return op.dispatch(primals.span(), a);
   }
+  // The node is made first and the unwrapped arguments go straight into it (one allocation
+  // for the list); it is dropped again when the output is not differentiable.
+  std::shared_ptr<op_node_base> node = op.new_node(a);
+  for (const tensor& t : in) {
+    if (belongs_to(t, L.get())) {
+      refresh_view(t);
+      node->in.push_back(t.impl()->inner);
+      node->next.push_back(t.impl()->node);
+    } else {
+      node->in.push_back(t);
+      node->next.push_back(nullptr);
+    }
+  }
+  tensor out = op.dispatch(node->in.span(), a);
+  if (!is_floating(out.dtype())) return out;
+  if (op.reads_output) node->out = out;
+  tensor w = wrap_grad(std::move(out), L, std::move(node));
+  if (op.is_view && belongs_to(in[0], L.get())) track_view(op, w, in[0], a);
+  return w;
 }
+#endif
 
-template <class Op>
-tensor jvp_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
+/// jvp: the op on the primals, and its jvp on the tangents when any is defined.
+XFUNC_RUNTIME tensor jvp_rule(const op_table& op, const layer_ptr& L, std::span<const tensor> in, const void* a);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME tensor jvp_rule(const op_table& op, const layer_ptr& L, std::span<const tensor> in, const void* a) {
   small_list<tensor, 4> primals(in.size()), tangents(in.size());
   for (std::size_t i = 0; i < in.size(); ++i) {
     if (belongs_to(in[i], L.get())) {
@@ -284,37 +397,34 @@ tensor jvp_rule(const layer_ptr& L, std::span<const tensor> in, const typename O
       primals[i] = in[i];
     }
   }
-  tensor out = dispatch<Op>(primals.span(), a);
-  if constexpr (!differentiable_op<Op>) {
-    return out;
-  } else {
-    if (!is_floating(out.dtype())) return out;
-    bool any = false;
-    for (const auto& t : tangents.span()) any = any || t.defined();
-    if (!any) {
-      // a view of a value of this layer stays one, so that writes through it reach its base
-      // (e.g. a factory's result: NOTE: [Tensors created inside transforms])
-      if constexpr (is_view_op<Op>())
-        if (belongs_to(in[0], L.get())) {
-          tensor w = wrap_dual(std::move(out), tensor(), L);
-          track_view<Op>(w, in[0], a);
-          return w;
-        }
-      return out;
+  tensor out = op.dispatch(primals.span(), a);
+  if (!op.differentiable || !is_floating(out.dtype())) return out;
+  bool any = false;
+  for (const auto& t : tangents.span()) any = any || t.defined();
+  if (!any) {
+    // a view of a value of this layer stays one, so that writes through it reach its base
+    // (e.g. a factory's result: NOTE: [Tensors created inside transforms])
+    if (op.is_view && belongs_to(in[0], L.get())) {
+      tensor w = wrap_dual(std::move(out), tensor(), L);
+      track_view(op, w, in[0], a);
+      return w;
     }
-    tensor tan = Op::jvp(primals.span(), tangents.span(), out, a);
-    if (tan.defined() && !(tan.shape() == out.shape())) [[unlikely]]  // NOTE: [Rule shapes]
-      fail_rule_shape(Op::name, "jvp", tan.shape(), out.shape());
-    if (!tan.defined() && !is_view_op<Op>()) return out;
-    tensor w = wrap_dual(std::move(out), std::move(tan), L);
-    if constexpr (is_view_op<Op>())
-      if (belongs_to(in[0], L.get())) track_view<Op>(w, in[0], a);
-    return w;
+    return out;
   }
+  tensor tan = op.jvp(primals.span(), tangents.span(), out, a);
+  if (tan.defined() && !(tan.shape() == out.shape())) [[unlikely]]  // NOTE: [Rule shapes]
+    fail_rule_shape(op.name, "jvp", tan.shape(), out.shape());
+  if (!tan.defined() && !op.is_view) return out;
+  tensor w = wrap_dual(std::move(out), std::move(tan), L);
+  if (op.is_view && belongs_to(in[0], L.get())) track_view(op, w, in[0], a);
+  return w;
 }
+#endif
 
-template <class Op>
-tensor vmap_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
+/// vmap: the op's batch rule on the physical values and their batch dims.
+XFUNC_RUNTIME tensor vmap_rule(const op_table& op, const layer_ptr& L, std::span<const tensor> in, const void* a);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME tensor vmap_rule(const op_table& op, const layer_ptr& L, std::span<const tensor> in, const void* a) {
   small_list<tensor, 4> values(in.size());
   small_list<std::int64_t, 4> bdims(in.size());
   for (std::size_t i = 0; i < in.size(); ++i) {
@@ -326,30 +436,27 @@ tensor vmap_rule(const layer_ptr& L, std::span<const tensor> in, const typename 
       bdims[i] = no_bdim;
     }
   }
-  batched r = [&] {
-    if constexpr (batchable_op<Op>) return Op::batch(values.span(), bdims.span(), L->batch_size, a);
-    else return batch_fallback<Op>(values.span(), bdims.span(), L->batch_size, a);
-  }();
+  batched r = op.batch(values.span(), bdims.span(), L->batch_size, a);
   if (r.bdim == no_bdim) return r.value;
   return wrap_batched(std::move(r.value), r.bdim, L);
 }
+#endif
 
 /// functionalize: ops run on the unwrapped values and their results are wrapped again, so
 /// that in-place ops on them can be turned into rebinding (NOTE: [Mutation under transforms]).
-template <class Op>
-tensor functional_rule(const layer_ptr& L, std::span<const tensor> in, const typename Op::attrs& a) {
+XFUNC_RUNTIME tensor functional_rule(const op_table& op, const layer_ptr& L, std::span<const tensor> in,
+                                     const void* a);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME tensor functional_rule(const op_table& op, const layer_ptr& L, std::span<const tensor> in,
+                                     const void* a) {
   small_list<tensor, 4> values(in.size());
   for (std::size_t i = 0; i < in.size(); ++i) values[i] = unwrap_at(in[i], L.get());
-  tensor out = dispatch<Op>(values.span(), a);
-  if constexpr (is_view_op<Op>()) {
-    // (under remove::mutations_and_views `out` is a copy: NOTE: [Views as copies])
-    tensor w = wrap_functional(out, L);
-    if (belongs_to(in[0], L.get())) track_view<Op>(w, in[0], a);
-    return w;
-  } else {
-    return wrap_functional(out, L);
-  }
+  tensor w = wrap_functional(op.dispatch(values.span(), a), L);
+  // (under remove::mutations_and_views a view's result is a copy: NOTE: [Views as copies])
+  if (op.is_view && belongs_to(in[0], L.get())) track_view(op, w, in[0], a);
+  return w;
 }
+#endif
 
 /// The highest layer among the arguments' wrappers (null if all are plain), found in one pass
 /// that also says whether any wrapper is dead (an escaped tensor, to be stripped first) and
@@ -411,10 +518,10 @@ tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
   }
   const layer_ptr& L = *top;  // a live layer: its transform call is running
   switch (L->kind) {
-    case transform_kind::grad: return grad_rule<Op>(L, in, a);
-    case transform_kind::jvp: return jvp_rule<Op>(L, in, a);
-    case transform_kind::vmap: return vmap_rule<Op>(L, in, a);
-    case transform_kind::functionalize: return functional_rule<Op>(L, in, a);
+    case transform_kind::grad: return grad_rule(op_table_of<Op>, L, in, &a);
+    case transform_kind::jvp: return jvp_rule(op_table_of<Op>, L, in, &a);
+    case transform_kind::vmap: return vmap_rule(op_table_of<Op>, L, in, &a);
+    case transform_kind::functionalize: return functional_rule(op_table_of<Op>, L, in, &a);
   }
   fail("xf: ", Op::name, ": unknown layer kind");
 }

@@ -143,9 +143,9 @@ struct trace_state {
     if constexpr (requires { Op::is_view; }) prog.nodes.back().is_view = Op::is_view;
     return out;
   }
-  /// Runs kernel(in) and records it as one node named `op`, replayed by the same kernel.
-  template <class K>
-  tensor record_kernel(const char* op, std::span<const tensor> in, K kernel) {
+  /// Runs kernel(in) and records it as one node named `op`, replayed by the same kernel. (Not a
+  /// template over the kernel: that compiled this body again for every op.)
+  tensor record_kernel(const char* op, std::span<const tensor> in, std::function<tensor(std::span<const tensor>)> kernel) {
     trace_node n;
     n.op = op;
     for (const auto& t : in) n.args.push_back(id_of(t));
