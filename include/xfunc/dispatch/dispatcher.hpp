@@ -253,6 +253,12 @@ struct op_table {
   bool reads_output;
   /// dispatch<Op>: the op on the arguments, from the next layer down.
   tensor (*dispatch)(std::span<const tensor> in, const void* a);
+  /// run_kernel<Op>: the op's kernel on plain tensors, on their device.
+  tensor (*run_kernel)(std::span<const tensor> in, const void* a);
+  /// The op recorded by the make_fx trace of this thread (NOTE: [Dispatch]).
+  tensor (*record)(std::span<const tensor> in, const void* a);
+  /// view_as_copy<Op> (view ops; null otherwise: NOTE: [Views as copies]).
+  tensor (*view_as_copy)(std::span<const tensor> in, const void* a);
   /// A new op_node<Op> holding a copy of the attrs (differentiable ops; null otherwise).
   std::shared_ptr<op_node_base> (*new_node)(const void* a);
   /// Op::jvp (differentiable ops; null otherwise).
@@ -301,6 +307,11 @@ struct op_node final : op_node_base {
 template <class Op>
 struct op_thunks {
   static tensor dispatch(std::span<const tensor> in, const void* a) { return detail::dispatch<Op>(in, attrs_of<Op>(a)); }
+  static tensor run_kernel(std::span<const tensor> in, const void* a) { return detail::run_kernel<Op>(in, attrs_of<Op>(a)); }
+  static tensor record(std::span<const tensor> in, const void* a) { return tls_trace->record<Op>(in, attrs_of<Op>(a)); }
+  static tensor view_as_copy(std::span<const tensor> in, const void* a) {
+    return detail::view_as_copy<Op>(in, attrs_of<Op>(a));
+  }
   static std::shared_ptr<op_node_base> new_node(const void* a) {
     auto node = make_pooled<op_node<Op>>();
     node->attrs = attrs_of<Op>(a);
@@ -327,12 +338,16 @@ struct op_thunks {
 template <class Op>
 constexpr op_table make_op_table() {
   op_table t{Op::name, differentiable_op<Op>, is_view_op<Op>(), is_writable_view_op<Op>(), op_reads_output<Op>(),
-             &op_thunks<Op>::dispatch, nullptr, nullptr, &op_thunks<Op>::batch, nullptr};
+             &op_thunks<Op>::dispatch, &op_thunks<Op>::run_kernel, &op_thunks<Op>::record, nullptr,
+             nullptr, nullptr, &op_thunks<Op>::batch, nullptr};
   if constexpr (differentiable_op<Op>) {
     t.new_node = &op_thunks<Op>::new_node;
     t.jvp = &op_thunks<Op>::jvp;
   }
-  if constexpr (is_view_op<Op>()) t.view_replay = &op_thunks<Op>::view_replay;
+  if constexpr (is_view_op<Op>()) {
+    t.view_as_copy = &op_thunks<Op>::view_as_copy;
+    t.view_replay = &op_thunks<Op>::view_replay;
+  }
   return t;
 }
 template <class Op>
@@ -496,34 +511,47 @@ inline const layer_ptr* top_layer_of(std::span<const tensor> in) { return find_t
 
 // NOTE: [Dispatch]
 // With no wrapper among the arguments (always so outside transforms) the kernel runs directly:
-// the zero-layer fast path. Otherwise the op goes to the layer of the highest live level among
-// its arguments; layers that none of the arguments belong to are skipped without being looked
-// at, in O(1). The interpreter unwraps its level and calls the op again on the unwrapped values,
-// which lands on the layers below.
-template <class Op>
-tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
-  const auto [top, any_dead, any_undefined, on_device] = find_top_layer(in);
-  if (any_undefined) [[unlikely]] fail_undefined(Op::name);
-  if (any_dead) [[unlikely]] {
+// the zero-layer fast path, the only part compiled per op. Everything else goes through the op's
+// table (NOTE: [Op tables]) to dispatch_slow, compiled once: arguments that are undefined (an
+// error) or escaped wrappers (stripped first); views while views are copies (NOTE: [Views as
+// copies]); a make_fx trace; tensors on a device (NOTE: [Device dispatch]); and wrappers, where
+// the op goes to the layer of the highest live level among its arguments (layers that none of
+// the arguments belong to are skipped without being looked at, in O(1)). The interpreter unwraps
+// its level and calls the op again on the unwrapped values, which lands on the layers below.
+XFUNC_RUNTIME tensor dispatch_slow(const op_table& op, const top_layer_t& top, std::span<const tensor> in,
+                                   const void* a);
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME tensor dispatch_slow(const op_table& op, const top_layer_t& top, std::span<const tensor> in,
+                                   const void* a) {
+  if (top.any_undefined) fail_undefined(op.name);
+  if (top.any_dead) {
     tensor_list stripped(in.begin(), in.end());
     for (auto& t : stripped) t = strip_dead(t);
-    return dispatch<Op>(stripped, a);
+    return op.dispatch(stripped, a);
   }
-  if (!top) {
-    if constexpr (is_view_op<Op>())
-      if (tls_views_as_copies) [[unlikely]] return view_as_copy<Op>(in, a);
-    if (tls_trace) return tls_trace->record<Op>(in, a);
-    if (on_device) [[unlikely]] return run_device_kernel<Op>(in, a);
-    return Op::kernel(in, a);
+  if (!top.layer) {
+    if (op.is_view && tls_views_as_copies) return op.view_as_copy(in, a);
+    if (tls_trace) return op.record(in, a);
+    return op.run_kernel(in, a);
   }
-  const layer_ptr& L = *top;  // a live layer: its transform call is running
+  const layer_ptr& L = *top.layer;  // a live layer: its transform call is running
   switch (L->kind) {
-    case transform_kind::grad: return grad_rule(op_table_of<Op>, L, in, &a);
-    case transform_kind::jvp: return jvp_rule(op_table_of<Op>, L, in, &a);
-    case transform_kind::vmap: return vmap_rule(op_table_of<Op>, L, in, &a);
-    case transform_kind::functionalize: return functional_rule(op_table_of<Op>, L, in, &a);
+    case transform_kind::grad: return grad_rule(op, L, in, a);
+    case transform_kind::jvp: return jvp_rule(op, L, in, a);
+    case transform_kind::vmap: return vmap_rule(op, L, in, a);
+    case transform_kind::functionalize: return functional_rule(op, L, in, a);
   }
-  fail("xf: ", Op::name, ": unknown layer kind");
+  fail("xf: ", op.name, ": unknown layer kind");
+}
+#endif
+
+template <class Op>
+tensor dispatch(std::span<const tensor> in, const typename Op::attrs& a) {
+  const top_layer_t top = find_top_layer(in);
+  const bool views_as_copies = is_view_op<Op>() && tls_views_as_copies;
+  if (!top.layer && !top.any_dead && !top.any_undefined && !top.any_on_device && !views_as_copies && !tls_trace)
+    [[likely]] return Op::kernel(in, a);
+  return dispatch_slow(op_table_of<Op>, top, in, &a);
 }
 
 /// Convenience: dispatch with tensors given inline. A lone tensor is passed in place; several are
