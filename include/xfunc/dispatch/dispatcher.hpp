@@ -244,6 +244,13 @@ struct op_node_base : grad_node {
   op_node_base() {}  // NOLINT: user-provided, so make_shared does not zero the struct first
   small_list<tensor, 3> in;
   tensor out;  // undefined unless the op reads its output
+  /// gs, once each gradient of a tracked argument has that argument's shape (NOTE: [Rule shapes]).
+  tensor_list checked(const char* op, tensor_list gs) const {
+    for (std::size_t i = 0; i < gs.size() && i < in.size(); ++i)
+      if (gs[i].defined() && next[i] && !(gs[i].shape() == in[i].shape())) [[unlikely]]
+        fail_rule_shape(op, "vjp", gs[i].shape(), in[i].shape());
+    return gs;
+  }
 };
 
 /// What the transforms' interpreters call of an op (NOTE: [Op tables]); made by op_table_of<Op>.
@@ -255,8 +262,8 @@ struct op_table {
   bool reads_output;
   /// dispatch<Op>: the op on the arguments, from the next layer down.
   tensor (*dispatch)(std::span<const tensor> in, const void* a);
-  /// run_kernel<Op>: the op's kernel on plain tensors, on their device.
-  tensor (*run_kernel)(std::span<const tensor> in, const void* a);
+  /// run_device_kernel<Op>: the op on plain tensors on a device (NOTE: [Device dispatch]).
+  tensor (*device_kernel)(std::span<const tensor> in, const void* a);
   /// The op recorded by the make_fx trace of this thread (NOTE: [Dispatch]).
   tensor (*record)(std::span<const tensor> in, const void* a);
   /// view_as_copy<Op> (view ops; null otherwise: NOTE: [Views as copies]).
@@ -291,16 +298,10 @@ struct op_node final : op_node_base {
       std::unique_ptr<bool[]> heap_need(in.size() > 8 ? new bool[in.size()] : nullptr);
       bool* need = heap_need ? heap_need.get() : inline_need;
       for (std::size_t i = 0; i < in.size(); ++i) need[i] = next[i] != nullptr;
-      return checked(Op::vjp(in, out, g, attrs, std::span<const bool>(need, in.size())));
+      return checked(Op::name, Op::vjp(in, out, g, attrs, std::span<const bool>(need, in.size())));
     } else {
-      return checked(Op::vjp(in, out, g, attrs));
+      return checked(Op::name, Op::vjp(in, out, g, attrs));
     }
-  }
-  tensor_list checked(tensor_list gs) const {  // NOTE: [Rule shapes]
-    for (std::size_t i = 0; i < gs.size() && i < in.size(); ++i)
-      if (gs[i].defined() && next[i] && !(gs[i].shape() == in[i].shape())) [[unlikely]]
-        fail_rule_shape(Op::name, "vjp", gs[i].shape(), in[i].shape());
-    return gs;
   }
   tensor forward_tangent(const tensor_list& tin) override { return Op::jvp(in, tin, out, attrs); }
 };
@@ -309,8 +310,14 @@ struct op_node final : op_node_base {
 template <class Op>
 struct op_thunks {
   static tensor dispatch(std::span<const tensor> in, const void* a) { return detail::dispatch<Op>(in, attrs_of<Op>(a)); }
-  static tensor run_kernel(std::span<const tensor> in, const void* a) { return detail::run_kernel<Op>(in, attrs_of<Op>(a)); }
-  static tensor record(std::span<const tensor> in, const void* a) { return tls_trace->record<Op>(in, attrs_of<Op>(a)); }
+  static tensor device_kernel(std::span<const tensor> in, const void* a) {
+    return run_device_kernel<Op>(in, attrs_of<Op>(a));
+  }
+  static tensor record(std::span<const tensor> in, const void* a) {
+    return tls_trace->record_kernel(
+        Op::name, in, [a = attrs_of<Op>(a)](std::span<const tensor> xs) { return run_kernel<Op>(xs, a); },
+        is_view_op<Op>());
+  }
   static tensor view_as_copy(std::span<const tensor> in, const void* a) {
     return detail::view_as_copy<Op>(in, attrs_of<Op>(a));
   }
@@ -340,7 +347,7 @@ struct op_thunks {
 template <class Op>
 constexpr op_table make_op_table() {
   op_table t{Op::name, differentiable_op<Op>, is_view_op<Op>(), is_writable_view_op<Op>(), op_reads_output<Op>(),
-             &op_thunks<Op>::dispatch, &op_thunks<Op>::run_kernel, &op_thunks<Op>::record, nullptr,
+             &op_thunks<Op>::dispatch, &op_thunks<Op>::device_kernel, &op_thunks<Op>::record, nullptr,
              nullptr, nullptr, &op_thunks<Op>::batch, nullptr};
   if constexpr (differentiable_op<Op>) {
     t.new_node = &op_thunks<Op>::new_node;
@@ -534,7 +541,7 @@ XFUNC_RUNTIME tensor dispatch_slow(const op_table& op, const top_layer_t& top, s
   if (!top.layer) {
     if (op.is_view && tls_views_as_copies) return op.view_as_copy(in, a);
     if (tls_trace) return op.record(in, a);
-    return op.run_kernel(in, a);
+    return op.device_kernel(in, a);  // (what is left: an argument on a device)
   }
   const layer_ptr& L = *top.layer;  // a live layer: its transform call is running
   switch (L->kind) {

@@ -14,9 +14,6 @@
 #include <xfunc/dispatch/wrappers.hpp>
 
 namespace xfunc::detail {
-template <class Op>
-tensor run_kernel(std::span<const tensor> in, const typename Op::attrs& a);  // dispatch/dispatcher.hpp
-
 struct program;
 
 struct trace_node {
@@ -137,17 +134,14 @@ struct trace_state {
   }
   int result_id(const tensor& t) { return new_value(t, prefix + std::to_string(prog.nodes.size())); }
 
-  template <class Op>
-  tensor record(std::span<const tensor> in, const typename Op::attrs& a) {
-    tensor out = record_kernel(Op::name, in, [a](std::span<const tensor> xs) { return run_kernel<Op>(xs, a); });
-    if constexpr (requires { Op::is_view; }) prog.nodes.back().is_view = Op::is_view;
-    return out;
-  }
-  /// Runs kernel(in) and records it as one node named `op`, replayed by the same kernel. (Not a
-  /// template over the kernel: that compiled this body again for every op.)
-  tensor record_kernel(const char* op, std::span<const tensor> in, std::function<tensor(std::span<const tensor>)> kernel) {
+  /// Runs kernel(in) and records it as one node named `op` (a view op's when is_view), replayed
+  /// by the same kernel. (Not a template over the kernel: that compiled this body again for
+  /// every op.)
+  tensor record_kernel(const char* op, std::span<const tensor> in, std::function<tensor(std::span<const tensor>)> kernel,
+                       bool is_view = false) {
     trace_node n;
     n.op = op;
+    n.is_view = is_view;
     for (const auto& t : in) n.args.push_back(id_of(t));
     tensor out = kernel(in);
     n.out = result_id(out);
