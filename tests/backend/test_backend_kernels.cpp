@@ -194,23 +194,33 @@ TEST_CASE("copies of every layout into contiguous buffers (clone, contiguous, to
 TEST_CASE("deferred programs with large results (streaming stores where the build has them) equal eager ops",
           "[backend][pointwise]") {
   // NOTE: [Streaming deferred results]: results of 32 MiB and more are written by streaming
-  // stores in AVX builds (the *_native test build); sizes that are not whole registers end in a
-  // partial one written by ordinary stores
+  // stores in AVX builds (the *_native test build), by the last step's block function in each
+  // operand form; sizes that are not whole registers end in a partial one written by ordinary
+  // stores
   const std::int64_t saved = xf::detail::set_deferred_min_numel(std::int64_t(1) << 15);
   for (xf::dtype dt : {xf::f32, xf::f64}) {
     INFO(dt);
     const std::int64_t n = (std::int64_t(32) << 20) / static_cast<std::int64_t>(xf::dtype_size(dt)) + 5;
     const xf::tensor x = xf::randn({n}, dt), y = xf::randn({n}, dt);
-    const xf::tensor lazy = same_at_every_thread_count([&] {
-      xf::tensor r = x * 1.5 + y;
-      CHECK(r.impl()->deferred.load());
-      return r;
-    });
-    xf::detail::set_deferred_min_numel(0);
-    const xf::tensor eager = x * 1.5 + y;
-    CHECK_FALSE(eager.impl()->deferred.load());
-    CHECK(bitwise_equal(lazy, eager));
-    xf::detail::set_deferred_min_numel(std::int64_t(1) << 15);
+    const std::function<xf::tensor()> programs[] = {
+        [&] { return x * 1.5 + y; },          // binary last step
+        [&] { return 2.0 - x * 1.5; },        // scalar on the left
+        [&] { return (x + y) * 0.25; },       // scalar on the right
+        [&] { return xf::sin(x * 1.5 + y); }  // unary
+    };
+    for (std::size_t k = 0; k < std::size(programs); ++k) {
+      INFO("program " << k);
+      const xf::tensor lazy = same_at_every_thread_count([&] {
+        xf::tensor r = programs[k]();
+        CHECK(r.impl()->deferred.load());
+        return r;
+      });
+      xf::detail::set_deferred_min_numel(0);
+      const xf::tensor eager = programs[k]();
+      CHECK_FALSE(eager.impl()->deferred.load());
+      CHECK(bitwise_equal(lazy, eager));
+      xf::detail::set_deferred_min_numel(std::int64_t(1) << 15);
+    }
   }
   xf::detail::set_deferred_min_numel(saved);
 }

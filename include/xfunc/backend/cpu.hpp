@@ -178,13 +178,20 @@ struct repeated {
 
 /// out[i] = f(in[i]...) for i in [0, n): whole SIMD registers from the start, then the tail one
 /// by one (so which elements take the SIMD path depends only on their position: NOTE: [Element
-/// math]). Boolean results (comparisons) and integer math run as plain loops.
-template <class T, class O, class F, class... In>
+/// math]). Boolean results (comparisons) and integer math run as plain loops. With Stream, the
+/// whole registers go out by streaming stores (NOTE: [Streaming stores]; `out` aligned to a
+/// register), for results too large to stay in the caches: the same values.
+template <class T, bool Stream = false, class O, class F, class... In>
 void map_elements(O* __restrict out, std::int64_t n, const F& f, const In&... in) {
   std::int64_t i = 0;
   if constexpr (std::is_same_v<O, T> && simd_elements<T>) {
-    constexpr std::int64_t W = simd<T>::size;
-    for (; i + W <= n; i += W) f(in.batch(i)...).store_unaligned(out + i);
+    using V = simd<T>;
+    constexpr std::int64_t W = V::size;
+    for (; i + W <= n; i += W) {
+      const V v = f(in.batch(i)...);
+      if constexpr (Stream) stream_bytes<sizeof(V)>(out + i, &v);
+      else v.store_unaligned(out + i);
+    }
   }
   for (; i < n; ++i) out[i] = static_cast<O>(f(in.value(i)...));
 }

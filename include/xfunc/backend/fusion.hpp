@@ -12,25 +12,28 @@
 namespace xfunc::detail::backend {
 
 // Block functions: the op's per-element `fn` (NOTE: [Element math]) on n elements, in each
-// operand form.
-template <class D, class T>
-void unary_block(void* dst, const void* a, const void*, double, std::size_t n) {
-  map_elements<T>(static_cast<T*>(dst), std::int64_t(n), D::fn, elements<T>{static_cast<const T*>(a)});
+// operand form; `stream`: the result goes out by streaming stores (NOTE: [Streaming deferred
+// results]).
+template <class T, class F, class... In>
+void map_block(void* dst, std::size_t n, bool stream, const F& f, const In&... in) {
+  if (stream) map_elements<T, true>(static_cast<T*>(dst), std::int64_t(n), f, in...);
+  else map_elements<T>(static_cast<T*>(dst), std::int64_t(n), f, in...);
 }
 template <class D, class T>
-void binary_block(void* dst, const void* a, const void* b, double, std::size_t n) {
-  map_elements<T>(static_cast<T*>(dst), std::int64_t(n), D::fn, elements<T>{static_cast<const T*>(a)},
-                  elements<T>{static_cast<const T*>(b)});
+void unary_block(void* dst, const void* a, const void*, double, std::size_t n, bool stream) {
+  map_block<T>(dst, n, stream, D::fn, elements<T>{static_cast<const T*>(a)});
 }
 template <class D, class T>
-void binary_scalar_right_block(void* dst, const void* a, const void*, double s, std::size_t n) {
-  map_elements<T>(static_cast<T*>(dst), std::int64_t(n), D::fn, elements<T>{static_cast<const T*>(a)},
-                  repeated<T>{static_cast<T>(s)});
+void binary_block(void* dst, const void* a, const void* b, double, std::size_t n, bool stream) {
+  map_block<T>(dst, n, stream, D::fn, elements<T>{static_cast<const T*>(a)}, elements<T>{static_cast<const T*>(b)});
 }
 template <class D, class T>
-void binary_scalar_left_block(void* dst, const void*, const void* b, double s, std::size_t n) {
-  map_elements<T>(static_cast<T*>(dst), std::int64_t(n), D::fn, repeated<T>{static_cast<T>(s)},
-                  elements<T>{static_cast<const T*>(b)});
+void binary_scalar_right_block(void* dst, const void* a, const void*, double s, std::size_t n, bool stream) {
+  map_block<T>(dst, n, stream, D::fn, elements<T>{static_cast<const T*>(a)}, repeated<T>{static_cast<T>(s)});
+}
+template <class D, class T>
+void binary_scalar_left_block(void* dst, const void*, const void* b, double s, std::size_t n, bool stream) {
+  map_block<T>(dst, n, stream, D::fn, repeated<T>{static_cast<T>(s)}, elements<T>{static_cast<const T*>(b)});
 }
 
 /// Op D's number in the fused programs of a device (NOTE: [Fused device programs]), set by the

@@ -53,11 +53,12 @@ namespace xfunc::detail {
 /// How a step reads its operands: op(a), op(a, b), op(a, scalar) or op(scalar, b).
 enum class step_form : std::uint8_t { unary, binary, scalar_right, scalar_left };
 
-/// One step of a deferred program: dst[0..n) = op(a, b) for one block. A cpu program calls
-/// `fn`; a device program names the op by the device's own number for it, `device_op`
-/// (NOTE: [Fused device programs] in include/xfunc/cuda/kernel_args.hpp).
+/// One step of a deferred program: dst[0..n) = op(a, b) for one block (by streaming stores when
+/// `stream`: NOTE: [Streaming deferred results]). A cpu program calls `fn`; a device program
+/// names the op by the device's own number for it, `device_op` (NOTE: [Fused device programs]
+/// in include/xfunc/cuda/kernel_args.hpp).
 struct deferred_step {
-  using block_fn = void (*)(void* dst, const void* a, const void* b, double scalar, std::size_t n);
+  using block_fn = void (*)(void* dst, const void* a, const void* b, double scalar, std::size_t n, bool stream);
   block_fn fn = nullptr;
   int device_op = -1;
   step_form form = step_form::unary;
@@ -135,14 +136,17 @@ inline bool deferred_value::reads(const storage* s) const {
 
 // NOTE: [Streaming deferred results]
 // A result of at least deferred_stream_min_bytes does not stay in the caches for whoever reads
-// it next, so a program of two or more steps computes each block of it into one more L1
-// register and copies it out by streaming stores (NOTE: [Streaming stores] in
-// backend/streaming.hpp), which write whole lines without reading them first: `x * a + b` on 2^24
-// floats then moves 128 MiB instead of 192 (6.2-7.1 -> 3.5-3.9 ms on the development VM, old and
-// new headers alternating, -march=native; a memcpy of the same bytes 4.3-5.3 ms). A one-step
-// program keeps its single call with ordinary stores: through the extra register `exp(x)` was
-// no faster, and compute-bound programs (`exp(x) * 2 + 1`) are unchanged either way. Builds
-// without AVX (no streaming store of a register) keep ordinary stores; the values are the same.
+// it next, so the last step of a program of two or more steps writes it by streaming stores
+// (NOTE: [Streaming stores] in backend/streaming.hpp; its block function's `stream`), which write
+// whole lines without reading them first: `x * a + b` on 2^24 floats moves 128 MiB instead of
+// 192. Until 2026-12-05 (fifth session) that step wrote into one more L1 register, copied out by
+// streaming stores. On that day's VM (AMD EPYC, 48 KiB L1d, AVX-512), best of 40 interleaved
+// runs in one process, old and new headers alternating four times: `x * a + b` 1.18-1.40x a
+// memcpy of the same bytes through the extra register, 0.98-1.30x written directly (lower in
+// every pair; a hand-written loop over the same blocks, streaming its second pass, 0.84-0.91x).
+// A one-step program (`x * a`, `exp(x)`) keeps its single call with ordinary stores: streamed,
+// `x * a` was slower in three pairs of four (1.01-1.35x against 0.95-1.19x). Builds without AVX
+// (no streaming store of a register) keep ordinary stores; the values are the same either way.
 inline constexpr std::size_t deferred_stream_min_bytes = std::size_t(32) << 20;
 
 #if XFUNC_RUNTIME_DEFINITIONS
@@ -169,18 +173,17 @@ XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t be
     const tensor_impl& l = *leaves[static_cast<std::size_t>(-1 - code)];
     return l.store->data + (static_cast<std::size_t>(l.offset) + off) * elem_size;
   };
-  if (n_steps == 1) {  // no registers: one call (its operands are leaves)
+  if (n_steps == 1) {  // no registers: one call (its operands are leaves), ordinary stores
     const deferred_step& s = steps[0];
-    s.fn(out + begin * elem_size, leaf(s.a, begin), leaf(s.b, begin), s.scalar, end - begin);
+    s.fn(out + begin * elem_size, leaf(s.a, begin), leaf(s.b, begin), s.scalar, end - begin, false);
     return;
   }
-  // NOTE: [Streaming deferred results]: stores of a whole AVX-512 (else AVX) register
-  constexpr std::size_t line = backend::can_stream_bytes<64> ? 64 : 32;
-  const bool stream = backend::can_stream_bytes<line> &&
+  // NOTE: [Streaming deferred results]: in builds with AVX, whose registers (32 or 64 bytes) have
+  // streaming stores; `out` (a tensor buffer) and every task's start are 64-byte aligned
+  const bool stream = backend::can_stream_bytes<32> &&
                       static_cast<std::size_t>(numel) * elem_size >= deferred_stream_min_bytes &&
-                      reinterpret_cast<std::uintptr_t>(out + begin * elem_size) % line == 0;
+                      reinterpret_cast<std::uintptr_t>(out + begin * elem_size) % 64 == 0;
   const std::size_t reg_bytes = block * elem_size;  // a multiple of 64
-  const std::size_t n_regs = stream ? n_steps : n_steps - 1;  // streaming: the last step's block too
   // The registers: this thread's buffer for max_steps blocks of the widest dtype, allocated by
   // its first program and kept (a block function never settles another program, so one buffer
   // per thread suffices). An allocation and free per task cost 3-8% of `x * a + b` on 2^24
@@ -194,14 +197,14 @@ XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t be
   std::byte* regs = reg_buffer.get();
   if (!regs) [[unlikely]]
     fail("xf: out of memory allocating ", reg_capacity, " bytes for deferred pointwise programs");
-  if (n_regs * reg_bytes > reg_capacity) [[unlikely]]  // (a dtype wider than 8 bytes)
-    fail("xf: internal error: a deferred program needs ", n_regs * reg_bytes, " bytes of registers, more than ",
+  if ((n_steps - 1) * reg_bytes > reg_capacity) [[unlikely]]  // (a dtype wider than 8 bytes)
+    fail("xf: internal error: a deferred program needs ", (n_steps - 1) * reg_bytes, " bytes of registers, more than ",
          reg_capacity);
   // Each step's operands and destination as a base address and a stride per element (0 for a
   // register), resolved once per task. Resolving them for every block (reading the steps, the
   // leaves' impls and their storages between the streaming stores of one block and the loads of
   // the next) made `x * a + b` on 2^24 floats 1.6-1.9x slower on the AVX-512 VM of 2026-12-05:
-  // 5.5-6.3 ms, now 2.9-3.6 ms, a memcpy of the same bytes 2.9-3.1 ms.
+  // 5.5-6.3 ms, then 2.9-3.6 ms, a memcpy of the same bytes 2.9-3.1 ms.
   struct operand_at {  // element `off` of a leaf, or the register block (stride 0)
     const std::byte* base;
     std::size_t stride;
@@ -215,28 +218,23 @@ XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t be
     deferred_step::block_fn fn;
     double scalar;
     operand_at a, b;
-    std::byte* dst;  // the step's register, or `out` (stride elem_size)
+    std::byte* dst;  // the step's register, or `out` (stride elem_size) for the last step
     std::size_t dst_stride;
+    bool stream;  // the last step's, when the result is streamed
   };
   std::array<resolved_step, max_steps> resolved;
   for (std::size_t k = 0; k < n_steps; ++k) {
     const deferred_step& s = steps[k];
-    const bool to_out = k + 1 == n_steps && !stream;
-    resolved[k] = {s.fn, s.scalar, operand(s.a), operand(s.b), to_out ? out : regs + k * reg_bytes, to_out ? elem_size : 0};
+    const bool last = k + 1 == n_steps;
+    resolved[k] = {s.fn, s.scalar, operand(s.a), operand(s.b), last ? out : regs + k * reg_bytes, last ? elem_size : 0,
+                   last && stream};
   }
   const std::size_t steps_used = n_steps;  // a local: the member would be reloaded after every call through fn
   for (std::size_t off = begin; off < end; off += block) {
     const std::size_t n = end - off < block ? end - off : block;
     for (std::size_t k = 0; k < steps_used; ++k) {
       const resolved_step& r = resolved[k];
-      r.fn(r.dst + off * r.dst_stride, r.a.at(off), r.b.at(off), r.scalar, n);
-    }
-    if (stream) {  // whole registers by streaming stores, a partial last one by ordinary stores
-      const std::byte* r = regs + (steps_used - 1) * reg_bytes;
-      std::byte* d = out + off * elem_size;
-      const std::size_t bytes = n * elem_size, whole = bytes / line * line;
-      for (std::size_t i = 0; i < whole; i += line) backend::stream_bytes<line>(d + i, r + i);
-      if (whole < bytes) std::memcpy(d + whole, r + whole, bytes - whole);
+      r.fn(r.dst + off * r.dst_stride, r.a.at(off), r.b.at(off), r.scalar, n, r.stream);
     }
   }
   if (stream) backend::stream_fence();
