@@ -143,7 +143,7 @@ inline bool deferred_value::reads(const storage* s) const {
 // streaming stores. On that day's VM (AMD EPYC, 48 KiB L1d, AVX-512), best of 40 interleaved
 // runs in one process, old and new headers alternating four times: `x * a + b` 1.18-1.40x a
 // memcpy of the same bytes through the extra register, 0.98-1.30x written directly (lower in
-// every pair; a hand-written loop over the same blocks, streaming its second pass, 0.84-0.91x).
+// every pair; a hand-written loop over the same blocks, streaming its second pass, 0.84-0.92x).
 // A one-step program (`x * a`, `exp(x)`) keeps its single call with ordinary stores: streamed,
 // `x * a` was slower in three pairs of four (1.01-1.35x against 0.95-1.19x). Builds without AVX
 // (no streaming store of a register) keep ordinary stores; the values are the same either way.
