@@ -72,6 +72,7 @@ struct deferred_value {
   static constexpr std::size_t max_leaves = 4;
   static constexpr std::size_t block = 1024;  // elements per block: a multiple of every SIMD width
   static constexpr std::size_t blocks_per_task = 16;  // blocks per thread-pool task
+  static constexpr std::size_t blocks_per_streamed_task = 64;  // the same for a streamed result
 
   device dev = cpu;  // where the leaves are and the result goes
   dtype dt = dtype::float32;
@@ -95,6 +96,8 @@ struct deferred_value {
   void evaluate(std::byte* out) const;
   /// Writes elements [begin, end) of the result (begin a multiple of `block`).
   void evaluate_range(std::byte* out, std::size_t begin, std::size_t end) const;
+  /// Whether the result goes to `out` by streaming stores (NOTE: [Streaming deferred results]).
+  bool streams_to(const std::byte* out) const;
 };
 
 /// Live deferred tensors (weak), and the mutex under which programs are built and evaluated.
@@ -145,9 +148,21 @@ inline bool deferred_value::reads(const storage* s) const {
 // memcpy of the same bytes through the extra register, 0.98-1.30x written directly (lower in
 // every pair; a hand-written loop over the same blocks, streaming its second pass, 0.84-0.92x).
 // A one-step program (`x * a`, `exp(x)`) keeps its single call with ordinary stores: streamed,
-// `x * a` was slower in three pairs of four (1.01-1.35x against 0.95-1.19x). Builds without AVX
+// `x * a` was slower in three pairs of four (1.01-1.35x against 0.95-1.19x; with the larger tasks
+// below 0.81-0.82x against 0.94-1.05x, but `exp(x)` then 1.18-1.26x against 1.01-1.14x). A
+// streamed program runs in tasks of 64 blocks, not 16: each task ends with a fence that waits for
+// its streaming stores to drain (`x * a + b` 0.86-0.87x a memcpy, against 0.88-0.92x in tasks of
+// 16, best of 40 interleaved runs, two runs). Builds without AVX
 // (no streaming store of a register) keep ordinary stores; the values are the same either way.
 inline constexpr std::size_t deferred_stream_min_bytes = std::size_t(32) << 20;
+
+inline bool deferred_value::streams_to(const std::byte* out) const {
+  // in builds with AVX, whose registers (32 or 64 bytes) have streaming stores; every block
+  // starts 64-byte aligned when `out` (a tensor buffer) does
+  return n_steps > 1 && backend::can_stream_bytes<32> &&
+         static_cast<std::size_t>(numel) * elem_size >= deferred_stream_min_bytes &&
+         reinterpret_cast<std::uintptr_t>(out) % 64 == 0;
+}
 
 #if XFUNC_RUNTIME_DEFINITIONS
 XFUNC_RUNTIME void deferred_value::evaluate(std::byte* out) const {
@@ -155,9 +170,10 @@ XFUNC_RUNTIME void deferred_value::evaluate(std::byte* out) const {
   // a heap buffer per thread (64 KiB could overflow a small thread stack), 64-byte aligned like
   // every tensor buffer, so SIMD stores to them stay within cache lines. Blocks
   // are independent: the program runs in tasks of blocks_per_task blocks over the thread pool,
-  // each block computed exactly as on one thread (NOTE: [Threads]).
+  // each block computed exactly as on one thread (NOTE: [Threads]). A streamed result takes
+  // larger tasks: each ends with a fence, which waits for its streaming stores to drain.
   const auto total = static_cast<std::size_t>(numel);
-  const std::size_t per_task = block * blocks_per_task;
+  const std::size_t per_task = block * (streams_to(out) ? blocks_per_streamed_task : blocks_per_task);
   const auto n_tasks = static_cast<std::int64_t>((total + per_task - 1) / per_task);
   const auto work = static_cast<std::int64_t>(per_task * n_steps);
   backend::parallel_for(n_tasks, work, [&](std::int64_t t) {
@@ -178,11 +194,7 @@ XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t be
     s.fn(out + begin * elem_size, leaf(s.a, begin), leaf(s.b, begin), s.scalar, end - begin, false);
     return;
   }
-  // NOTE: [Streaming deferred results]: in builds with AVX, whose registers (32 or 64 bytes) have
-  // streaming stores; `out` (a tensor buffer) and every task's start are 64-byte aligned
-  const bool stream = backend::can_stream_bytes<32> &&
-                      static_cast<std::size_t>(numel) * elem_size >= deferred_stream_min_bytes &&
-                      reinterpret_cast<std::uintptr_t>(out + begin * elem_size) % 64 == 0;
+  const bool stream = streams_to(out);
   const std::size_t reg_bytes = block * elem_size;  // a multiple of 64
   // The registers: this thread's buffer for max_steps blocks of the widest dtype, allocated by
   // its first program and kept (a block function never settles another program, so one buffer
