@@ -152,7 +152,8 @@ inline bool deferred_value::reads(const storage* s) const {
 // below 0.81-0.82x against 0.94-1.05x, but `exp(x)` then 1.18-1.26x against 1.01-1.14x). A
 // streamed program runs in tasks of 64 blocks, not 16: each task ends with a fence that waits for
 // its streaming stores to drain (`x * a + b` 0.86-0.87x a memcpy, against 0.88-0.92x in tasks of
-// 16, best of 40 interleaved runs, two runs). Builds without AVX
+// 16, both in one process, best of 40 interleaved runs, two runs; across binaries within the
+// noise). Builds without AVX
 // (no streaming store of a register) keep ordinary stores; the values are the same either way.
 inline constexpr std::size_t deferred_stream_min_bytes = std::size_t(32) << 20;
 
