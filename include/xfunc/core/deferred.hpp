@@ -153,8 +153,8 @@ inline bool deferred_value::reads(const storage* s) const {
 // streamed program runs in tasks of 64 blocks, not 16: each task ends with a fence that waits for
 // its streaming stores to drain (`x * a + b` 0.86-0.87x a memcpy, against 0.88-0.92x in tasks of
 // 16, both in one process, best of 40 interleaved runs, two runs; across binaries within the
-// noise). Builds without AVX
-// (no streaming store of a register) keep ordinary stores; the values are the same either way.
+// noise). Builds without AVX (no streaming store of a register) keep ordinary stores; the values
+// are the same either way.
 inline constexpr std::size_t deferred_stream_min_bytes = std::size_t(32) << 20;
 
 inline bool deferred_value::streams_to(const std::byte* out) const {
