@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -94,8 +93,9 @@ struct deferred_value {
   bool reads(const storage* s) const;
   /// Writes the program's result (numel elements) to `out`.
   void evaluate(std::byte* out) const;
-  /// Writes elements [begin, end) of the result (begin a multiple of `block`).
-  void evaluate_range(std::byte* out, std::size_t begin, std::size_t end) const;
+  /// Writes elements [begin, end) of the result (begin a multiple of `block`), the last step by
+  /// streaming stores when `stream` (streams_to(out)).
+  void evaluate_range(std::byte* out, std::size_t begin, std::size_t end, bool stream) const;
   /// Whether the result goes to `out` by streaming stores (NOTE: [Streaming deferred results]).
   bool streams_to(const std::byte* out) const;
 };
@@ -174,18 +174,20 @@ XFUNC_RUNTIME void deferred_value::evaluate(std::byte* out) const {
   // each block computed exactly as on one thread (NOTE: [Threads]). A streamed result takes
   // larger tasks: each ends with a fence, which waits for its streaming stores to drain.
   const auto total = static_cast<std::size_t>(numel);
-  const std::size_t per_task = block * (streams_to(out) ? blocks_per_streamed_task : blocks_per_task);
+  const bool stream = streams_to(out);
+  const std::size_t per_task = block * (stream ? blocks_per_streamed_task : blocks_per_task);
   const auto n_tasks = static_cast<std::int64_t>((total + per_task - 1) / per_task);
   const auto work = static_cast<std::int64_t>(per_task * n_steps);
   backend::parallel_for(n_tasks, work, [&](std::int64_t t) {
     const std::size_t begin = static_cast<std::size_t>(t) * per_task;
-    evaluate_range(out, begin, total - begin < per_task ? total : begin + per_task);
+    evaluate_range(out, begin, total - begin < per_task ? total : begin + per_task, stream);
   });
 }
 #endif
 
 #if XFUNC_RUNTIME_DEFINITIONS
-XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t begin, std::size_t end) const {
+XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t begin, std::size_t end,
+                                                  bool stream) const {
   auto leaf = [&](int code, std::size_t off) -> const void* {
     const tensor_impl& l = *leaves[static_cast<std::size_t>(-1 - code)];
     return l.store->data + (static_cast<std::size_t>(l.offset) + off) * elem_size;
@@ -195,7 +197,6 @@ XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t be
     s.fn(out + begin * elem_size, leaf(s.a, begin), leaf(s.b, begin), s.scalar, end - begin, false);
     return;
   }
-  const bool stream = streams_to(out);
   const std::size_t reg_bytes = block * elem_size;  // a multiple of 64
   // The registers: this thread's buffer for max_steps blocks of the widest dtype, allocated by
   // its first program and kept (a block function never settles another program, so one buffer
