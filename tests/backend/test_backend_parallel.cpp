@@ -4,7 +4,9 @@
 // ctests with that variable set). Also built and run under TSan by scripts/test.sh.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <thread>
@@ -54,6 +56,29 @@ TEST_CASE("parallel_for runs every task exactly once, at every thread count", "[
     }
     CHECK(run_counts(0, min_parallel_work).empty());
   }
+}
+
+TEST_CASE("jobs find the workers spinning or asleep, and run every task either way", "[threads][backend]") {
+  // NOTE: [Spinning before sleeping]: back-to-back jobs meet workers still polling; a job after a
+  // pause longer than spin_before_sleep meets them asleep on the condition variable
+  using xf::detail::backend::spin_before_sleep;
+  for (int threads : {2, 3}) {
+    xf::set_num_threads(threads);
+    for (int round = 0; round < 4; ++round) {
+      INFO("threads " << threads << ", round " << round);
+      for (int burst = 0; burst < 50; ++burst) {
+        const auto counts = run_counts(7, min_parallel_work);
+        REQUIRE(std::all_of(counts.begin(), counts.end(), [](int c) { return c == 1; }));
+      }
+      std::this_thread::sleep_for(3 * spin_before_sleep);
+      const auto counts = run_counts(64, min_parallel_work);
+      CHECK(std::all_of(counts.begin(), counts.end(), [](int c) { return c == 1; }));
+    }
+  }
+  // a job whose tasks all throw, then one right after it, while the workers are awake
+  CHECK_THROWS_AS(parallel_for(8, min_parallel_work, [](std::int64_t) { throw std::runtime_error("task"); }), std::runtime_error);
+  const auto counts = run_counts(8, min_parallel_work);
+  CHECK(std::all_of(counts.begin(), counts.end(), [](int c) { return c == 1; }));
 }
 
 TEST_CASE("small work runs in order on the calling thread", "[threads][backend]") {
