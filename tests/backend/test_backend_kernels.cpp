@@ -706,6 +706,45 @@ TEST_CASE("index_select: every dim, strided inputs, repeated indices; negative o
   CHECK(xf::index_select(xf::full({}, 4.0), 0, xf::tensor{std::int64_t(0)}).item<double>() == 4.0);
 }
 
+TEST_CASE("index_select into large results takes streaming stores: every row length and dtype", "[backend][index]") {
+  // NOTE: [Streaming index_select]: results of 4 MiB and more (and a few smaller: boolean and some
+  // float32 ones); rows whose length is (or is not) a
+  // whole number of registers, so that their streamed middles start at every alignment; an outer
+  // dim, so that the next row's prefetch wraps to the next outer position
+  std::mt19937 g(11);
+  struct layout {
+    xf::shape_t shape;
+    std::int64_t dim, count;
+  };
+  for (const layout& l : {layout{{600, 1031}, 0, 1100}, layout{{300, 1024}, 0, 700}, layout{{4, 300, 515}, 1, 600},
+                          layout{{2000, 2051}, 0, 2100}})
+    for (xf::dtype dt : all_dtypes) {
+      const xf::tensor t = random_of(l.shape, dt);
+      const std::int64_t n = t.size(l.dim);
+      std::vector<std::int64_t> iv(static_cast<std::size_t>(l.count));
+      for (auto& v : iv) v = std::uniform_int_distribution<std::int64_t>(0, n - 1)(g);
+      xf::tensor idx = xf::zeros({l.count}, xf::i64);
+      std::memcpy(idx.impl()->data<std::int64_t>(), iv.data(), iv.size() * sizeof(std::int64_t));
+      const xf::tensor r = same_at_every_thread_count([&] { return xf::index_select(t, l.dim, idx); });
+      const std::size_t elem = xf::dtype_size(dt);
+      INFO(dt << ", input " << t.shape() << ", dim " << l.dim << ", result of " << r.numel() * static_cast<std::int64_t>(elem) << " bytes");
+      // each selected row compared bitwise with the input's (no per-element reader: 10^7 elements)
+      std::int64_t outer = 1, inner = 1;
+      for (std::size_t d = 0; d < t.shape().size(); ++d)
+        (static_cast<std::int64_t>(d) < l.dim ? outer : inner) *= static_cast<std::int64_t>(d) == l.dim ? 1 : t.size(static_cast<std::int64_t>(d));
+      const auto row = static_cast<std::int64_t>(static_cast<std::size_t>(inner) * elem);
+      const xf::tensor tc = t.contiguous();
+      const auto* in = tc.impl()->data<unsigned char>();  // (offset 0: fresh buffers)
+      const auto* out = r.impl()->data<unsigned char>();
+      std::int64_t bad = 0;
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t j = 0; j < l.count; ++j)
+          bad += std::memcmp(out + (o * l.count + j) * row, in + (o * n + iv[static_cast<std::size_t>(j)]) * row,
+                             static_cast<std::size_t>(row)) != 0;
+      CHECK(bad == 0);
+    }
+}
+
 TEST_CASE("gather and scatter_add: every dim, strided and expanded operands, bitwise sums", "[backend][index]") {
   std::mt19937 g(11);
   auto random_index = [&](const xf::shape_t& shape, std::int64_t n) {

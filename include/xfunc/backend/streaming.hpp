@@ -3,6 +3,7 @@
 // them (NOTE: [Streaming stores]): used by transposed copies, outer products and large deferred
 // results.
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 
 // <immintrin.h> only where the AVX stores are compiled: it is 58k lines, a second of every
@@ -20,8 +21,8 @@ namespace xfunc::detail::backend {
 // later writes it back, evicting other lines on the way; a non-temporal ("streaming") store
 // writes a whole line to memory without reading it. Kernels whose output is too large to stay in
 // the caches for its next reader, and which write it in whole registers, use them: transposed
-// copies (backend/strided.hpp), outer products (NOTE: [Outer products]) and deferred programs
-// (NOTE: [Streaming deferred results]). Streaming stores are weakly ordered: each task ends with
+// copies (backend/strided.hpp), outer products (NOTE: [Outer products]), deferred programs
+// (NOTE: [Streaming deferred results]) and large index_selects (backend/index.hpp). Streaming stores are weakly ordered: each task ends with
 // stream_fence() before other threads may read its output.
 
 /// Whether this build has a streaming store of Bytes (64 with AVX-512, 32 with AVX).
@@ -61,6 +62,23 @@ void stream_bytes(void* d, const void* v) {
   }
 #endif
   std::memcpy(d, v, Bytes);
+}
+
+/// Copies n bytes from s to d: the part of d aligned to whole streaming registers by streaming
+/// stores, its ends (and everything, where the build has no streaming store) by memcpy.
+inline void stream_copy(void* d, const void* s, std::size_t n) {
+  constexpr std::size_t B = can_stream_bytes<64> ? 64 : can_stream_bytes<32> ? 32 : 0;
+  if constexpr (B == 0) {
+    std::memcpy(d, s, n);
+  } else {
+    auto* dc = static_cast<char*>(d);
+    const auto* sc = static_cast<const char*>(s);
+    std::size_t i = (B - reinterpret_cast<std::uintptr_t>(dc) % B) % B;
+    if (i > n) i = n;
+    std::memcpy(dc, sc, i);
+    for (; i + B <= n; i += B) stream_bytes<B>(dc + i, sc + i);
+    std::memcpy(dc + i, sc + i, n - i);
+  }
 }
 
 /// Orders this thread's streaming stores before its later stores (NOTE: [Streaming stores]).
