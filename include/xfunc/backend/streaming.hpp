@@ -67,8 +67,10 @@ void stream_bytes(void* d, const void* v) {
 /// Copies n bytes from s to d: the part of d aligned to whole streaming registers by streaming
 /// stores, its ends (and everything, where the build has no streaming store) by memcpy.
 inline void stream_copy(void* d, const void* s, std::size_t n) {
-  constexpr std::size_t B = can_stream_bytes<64> ? 64 : can_stream_bytes<32> ? 32 : 0;
-  if constexpr (B == 0) {
+  // (B is 1 without a streaming store: every byte then goes by memcpy; not 0, as a branch of
+  // `if constexpr` outside a template is still compiled, and nvcc refuses `% 0` in it)
+  constexpr std::size_t B = can_stream_bytes<64> ? 64 : can_stream_bytes<32> ? 32 : 1;
+  if constexpr (B == 1) {
     std::memcpy(d, s, n);
   } else {
     auto* dc = static_cast<char*>(d);
