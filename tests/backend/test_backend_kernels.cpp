@@ -727,11 +727,12 @@ TEST_CASE("index_select into large results takes streaming stores: every row len
       std::memcpy(idx.impl()->data<std::int64_t>(), iv.data(), iv.size() * sizeof(std::int64_t));
       const xf::tensor r = same_at_every_thread_count([&] { return xf::index_select(t, l.dim, idx); });
       const std::size_t elem = xf::dtype_size(dt);
-      INFO(dt << ", input " << t.shape() << ", dim " << l.dim << ", result of " << r.numel() * static_cast<std::int64_t>(elem) << " bytes");
+      INFO(dt << ", input " << t.shape() << ", dim " << l.dim << ", result of "
+              << r.numel() * static_cast<std::int64_t>(elem) << " bytes");
       // each selected row compared bitwise with the input's (no per-element reader: 10^7 elements)
       std::int64_t outer = 1, inner = 1;
-      for (std::size_t d = 0; d < t.shape().size(); ++d)
-        (static_cast<std::int64_t>(d) < l.dim ? outer : inner) *= static_cast<std::int64_t>(d) == l.dim ? 1 : t.size(static_cast<std::int64_t>(d));
+      for (std::int64_t d = 0; d < static_cast<std::int64_t>(t.shape().size()); ++d)
+        if (d != l.dim) (d < l.dim ? outer : inner) *= t.size(d);
       const auto row = static_cast<std::int64_t>(static_cast<std::size_t>(inner) * elem);
       const xf::tensor tc = t.contiguous();
       const auto* in = tc.impl()->data<unsigned char>();  // (offset 0: fresh buffers)

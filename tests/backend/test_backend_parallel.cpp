@@ -76,7 +76,8 @@ TEST_CASE("jobs find the workers spinning or asleep, and run every task either w
     }
   }
   // a job whose tasks all throw, then one right after it, while the workers are awake
-  CHECK_THROWS_AS(parallel_for(8, min_parallel_work, [](std::int64_t) { throw std::runtime_error("task"); }), std::runtime_error);
+  CHECK_THROWS_AS(parallel_for(8, min_parallel_work, [](std::int64_t) { throw std::runtime_error("task"); }),
+                  std::runtime_error);
   const auto counts = run_counts(8, min_parallel_work);
   CHECK(std::all_of(counts.begin(), counts.end(), [](int c) { return c == 1; }));
 }

@@ -120,7 +120,9 @@ class thread_pool {
     wake_.notify_all();
     work(j);
     // every task has run and every worker has left it, before the next job may reuse next_
-    const auto finished = [&] { return pending_.load(std::memory_order_acquire) == 0 && active_.load(std::memory_order_acquire) == 0; };
+    const auto finished = [&] {
+      return pending_.load(std::memory_order_acquire) == 0 && active_.load(std::memory_order_acquire) == 0;
+    };
     spin_until(finished);  // NOTE: [Spinning before sleeping]
     std::unique_lock<std::mutex> lock(m_);
     done_.wait(lock, finished);
@@ -183,7 +185,9 @@ class thread_pool {
     std::uint64_t seen = 0;
     for (;;) {
       job j;
-      const auto called = [&] { return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen; };
+      const auto called = [&] {
+        return stopping_.load(std::memory_order_acquire) || generation_.load(std::memory_order_acquire) != seen;
+      };
       spin_until(called);  // NOTE: [Spinning before sleeping]
       {
         std::unique_lock<std::mutex> lock(m_);
@@ -196,7 +200,8 @@ class thread_pool {
       }
       work(j);
       std::lock_guard<std::mutex> lock(m_);
-      if (active_.fetch_sub(1, std::memory_order_release) == 1 && pending_.load(std::memory_order_relaxed) == 0) done_.notify_all();
+      if (active_.fetch_sub(1, std::memory_order_release) == 1 && pending_.load(std::memory_order_relaxed) == 0)
+        done_.notify_all();
     }
   }
   void start_workers() {  // under job_mutex_

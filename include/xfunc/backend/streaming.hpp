@@ -1,7 +1,7 @@
 #pragma once
 // Streaming (non-temporal) stores of whole registers and their fence, where the build targets
-// them (NOTE: [Streaming stores]): used by transposed copies, outer products and large deferred
-// results.
+// them (NOTE: [Streaming stores]): used by transposed copies, outer products, large deferred
+// results and large index_selects.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -22,8 +22,9 @@ namespace xfunc::detail::backend {
 // writes a whole line to memory without reading it. Kernels whose output is too large to stay in
 // the caches for its next reader, and which write it in whole registers, use them: transposed
 // copies (backend/strided.hpp), outer products (NOTE: [Outer products]), deferred programs
-// (NOTE: [Streaming deferred results]) and large index_selects (backend/index.hpp). Streaming stores are weakly ordered: each task ends with
-// stream_fence() before other threads may read its output.
+// (NOTE: [Streaming deferred results]) and large index_selects (NOTE: [Streaming
+// index_select]). Streaming stores are weakly ordered: each task ends with stream_fence() before
+// other threads may read its output.
 
 /// Whether this build has a streaming store of Bytes (64 with AVX-512, 32 with AVX).
 template <std::size_t Bytes>
