@@ -128,8 +128,12 @@ inline void print_table(const std::map<std::string, measured>& res, const std::v
 inline const char* const default_flags[] = {"--benchmark_repetitions=5", "--benchmark_enable_random_interleaving=true",
                                            "--benchmark_min_time=0.1", "--benchmark_report_aggregates_only=true"};
 
-/// Runs the registered benchmarks and prints the table.
-inline int run_and_report(int argc, char** argv, const std::vector<target>& rows) {
+/// Runs the registered benchmarks and prints the table. With `phases` (filters) and no filter
+/// on the command line, the benchmarks run one phase after another, each interleaved within
+/// itself: for rows that must all run before some others (bench_overhead's single-threaded rows
+/// before the ones that start a thread, which random interleaving across all of them mixed).
+inline int run_and_report(int argc, char** argv, const std::vector<target>& rows,
+                          const std::vector<std::string>& phases = {}) {
   std::vector<char*> args(argv, argv + 1);
   for (const char* f : default_flags) args.push_back(const_cast<char*>(f));  // (Initialize only reads them)
   args.insert(args.end(), argv + 1, argv + argc);
@@ -138,7 +142,11 @@ inline int run_and_report(int argc, char** argv, const std::vector<target>& rows
   benchmark::Initialize(&n, args.data());
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   collecting_reporter rep;
-  benchmark::RunSpecifiedBenchmarks(&rep);
+  const std::string filter = benchmark::GetBenchmarkFilter();
+  if (phases.empty() || !(filter.empty() || filter == "." || filter == "all"))
+    benchmark::RunSpecifiedBenchmarks(&rep);
+  else
+    for (const std::string& phase : phases) benchmark::RunSpecifiedBenchmarks(&rep, phase);
   benchmark::Shutdown();
   print_table(rep.results, rows);
   return 0;
