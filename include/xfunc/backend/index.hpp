@@ -1,6 +1,7 @@
 #pragma once
 // CPU kernels of the index ops (ops/indexing.hpp): gather, scatter_add (the gradient of gather
 // and of index_select) and index_select.
+#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdint>
@@ -116,6 +117,13 @@ inline constexpr std::int64_t gather_prefetch_bytes = 32 << 10;
 // 3.5-3.7 -> 2.8-3.0 ms in a standalone loop (one thread, the development VM; prefetching the
 // next row instead while reading this one: 3.0-3.1 ms).
 
+/// Prefetches the lines of p[0, n) (Write: for writing), if they fit in gather_prefetch_bytes.
+template <int Write = 0, class T>
+void prefetch_row(const T* p, std::int64_t n) {
+  if (n * std::int64_t(sizeof(T)) > gather_prefetch_bytes) return;
+  for (std::int64_t l = 0; l < n; l += 64 / std::int64_t(sizeof(T))) __builtin_prefetch(p + l, Write);
+}
+
 /// o[i] = x[i * tl + k * sd] for i in [b, e), k = ix[i * il], when every index is in range;
 /// returns false (having written part of o) when one is not. Checked a chunk at a time, before
 /// the chunk's reads: the check vectorises, and the gather loop has no test to carry.
@@ -127,8 +135,7 @@ bool gather_row(T* __restrict o, const T* __restrict x, const std::int64_t* __re
     il = 1;
     tl = 0;
     sd = 1;
-    if (n * std::int64_t(sizeof(T)) <= gather_prefetch_bytes)  // NOTE: [Gather prefetch]
-      for (std::int64_t l = 0; l < n; l += 64 / std::int64_t(sizeof(T))) __builtin_prefetch(x + l);
+    prefetch_row(x, n);  // NOTE: [Gather prefetch]
   }
   // the chunk's indices stay in L1 between the two passes (256 was faster than 1024 or 4096: the
   // check's reads from memory overlap better with the loads of the previous chunk)
@@ -266,8 +273,7 @@ tensor scatter_add(const tensor& base, std::int64_t dim, const tensor& index, co
         const std::int64_t* ix = ip + c.off[1];
         const T* x = sp + c.off[2];
         if (along_last) {  // one line of nj elements: the j loop is the inner loop
-          if (sd == 1 && n * std::int64_t(sizeof(T)) <= gather_prefetch_bytes)  // NOTE: [Gather prefetch]
-            for (std::int64_t l = 0; l < n; l += 64 / std::int64_t(sizeof(T))) __builtin_prefetch(po + c.off[0] + l, 1);
+          if (sd == 1) prefetch_row<1>(po + c.off[0], n);  // NOTE: [Gather prefetch]
           const std::int64_t j = scatter_add_run(po + c.off[0], 0, sd, ix, ij, x, sj, 0, nj, n);
           if (j < nj) [[unlikely]]
             bad.found(row_major_position(ii.shape, du, c, j, 0), ix[j * ij]);
@@ -347,9 +353,8 @@ tensor index_select(const tensor& t, std::int64_t dim, const tensor& index, cons
         T* d = po + c.off[0] + j * inner;
         const T* s = tp + c.off[1] + x * sd;
         if (stream) {
-          if (j + 1 < k)  // the next row's first lines
-            for (std::int64_t l = 0; l < 8 * 64 && l < inner * std::int64_t(sizeof(T)); l += 64)
-              __builtin_prefetch(reinterpret_cast<const char*>(tp + c.off[1] + ip[(j + 1) * is] * sd) + l);
+          if (j + 1 < k)  // the next row's first 8 lines
+            prefetch_row(tp + c.off[1] + ip[(j + 1) * is] * sd, std::min<std::int64_t>(inner, 512 / sizeof(T)));
           stream_copy(d, s, static_cast<std::size_t>(inner) * sizeof(T));
         } else {
           copy_row<T, T>(d, 1, s, sl, inner);
