@@ -5,7 +5,11 @@
 // Targets are reported, never asserted.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -15,6 +19,7 @@ namespace xfunc_bench {
 struct measured {
   double ns = 0;             // real time per iteration (per op with ops_per_iter), in ns
   double items_per_s = 0;    // items_per_second counter, when the benchmark sets it
+  double paired_ratio = 0;   // run_paired's a / b time ratio, when the benchmark is a pair
   bool from_median = false;
 };
 
@@ -40,6 +45,11 @@ class collecting_reporter : public benchmark::ConsoleReporter {
       if (per != r.counters.end() && double(per->second) > 0) m.ns /= double(per->second);
       auto it = r.counters.find("items_per_second");
       m.items_per_s = it != r.counters.end() ? double(it->second) : 0.0;
+      auto pr = r.counters.find("paired_ratio");
+      m.paired_ratio = pr != r.counters.end() ? double(pr->second) : 0.0;
+      // a pair's time is its first callable's, per call
+      auto pa = r.counters.find("a_ns");
+      if (pa != r.counters.end()) m.ns = double(pa->second);
       m.from_median = median;
     }
   }
@@ -62,6 +72,8 @@ struct target {
     ratio_max,     // time(name) / time(baseline) <= value
     delta_max_ns,  // time(name) - time(baseline) <= value (ns)
     items_min,     // items_per_second(name) >= value (no baseline)
+    paired_max,    // the paired_ratio of pair benchmark `name` (run_paired) <= value; `baseline`
+                   // names what the pair's second callable ran (printed only)
     info           // ratio printed, no target
   };
   std::string name, baseline;
@@ -85,7 +97,7 @@ inline void print_table(const std::map<std::string, measured>& res, const std::v
     if (a == res.end()) continue;
     const double ta = a->second.ns;
     double tb = 0;
-    if (!t.baseline.empty()) {
+    if (!t.baseline.empty() && t.kind != target::paired_max) {
       auto b = res.find(t.baseline);
       if (b == res.end()) continue;
       tb = b->second.ns;
@@ -108,6 +120,11 @@ inline void print_table(const std::map<std::string, measured>& res, const std::v
         std::snprintf(tgt, sizeof tgt, ">= %.2f G/s", t.value / 1e9);
         met = a->second.items_per_s >= t.value;
         break;
+      case target::paired_max:
+        std::snprintf(ratio, sizeof ratio, "%.2fx", a->second.paired_ratio);
+        std::snprintf(tgt, sizeof tgt, "<= %.2fx", t.value);
+        met = a->second.paired_ratio > 0 && a->second.paired_ratio <= t.value;
+        break;
       case target::info:
         if (tb > 0) std::snprintf(ratio, sizeof ratio, "%.2fx", ta / tb);
         std::snprintf(tgt, sizeof tgt, "(info)");
@@ -118,6 +135,45 @@ inline void print_table(const std::map<std::string, measured>& res, const std::v
                 t.kind == target::info ? "" : (met ? "yes" : "NO"), t.note.empty() ? "" : "  ", t.note.c_str());
   }
   std::fflush(stdout);
+}
+
+// NOTE: [Paired timing]
+// A ratio between two benchmarks measured one after the other moves with this VM's speed, which
+// changes in phases of seconds to minutes (2x at times): rows that read at the memory's speed
+// on both sides (the row sums against libtorch) landed at 0.75-1.28x in runs minutes apart.
+// run_paired times the two sides in alternating blocks inside one benchmark, so that a phase
+// falls on both alike: each block makes one untimed call first (the other side's block has
+// just pushed this side's data out of the caches; the separate rows, which repeat one call,
+// measure warm caches too), then k timed calls, k chosen for blocks of about 2 ms.
+// It reports the ratio of the two totals (counter paired_ratio; the table takes the median
+// over the repetitions) and each side's time per call (a_ns, b_ns).
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+/// Times a and b in alternating blocks (NOTE: [Paired timing]).
+inline void run_paired(benchmark::State& st, const std::function<void()>& a, const std::function<void()>& b) {
+  a();
+  b();
+  const auto t0 = std::chrono::steady_clock::now();
+  a();
+  const int k = static_cast<int>(std::clamp(2e-3 / std::max(seconds_since(t0), 1e-9), 1.0, 64.0));
+  double ta = 0, tb = 0;
+  std::int64_t calls = 0;
+  for (auto _ : st) {
+    for (const auto* side : {&a, &b}) {
+      (*side)();
+      const auto s = std::chrono::steady_clock::now();
+      for (int i = 0; i < k; ++i) (*side)();
+      (side == &a ? ta : tb) += seconds_since(s);
+    }
+    calls += k;
+  }
+  if (calls == 0 || tb <= 0) return;
+  st.counters["paired_ratio"] = ta / tb;
+  st.counters["a_ns"] = ta * 1e9 / static_cast<double>(calls);
+  st.counters["b_ns"] = tb * 1e9 / static_cast<double>(calls);
 }
 
 /// The flags every run starts with (the command line's own come after them, so they override):
