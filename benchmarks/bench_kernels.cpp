@@ -592,6 +592,23 @@ int main(int argc, char** argv) {
             , "", 0, torch_parity, ""});
 #undef TORCH_OPN
   }
+#if defined(XFUNC_BENCH_TORCH)
+  // The row sums with libtorch reading xfunc's own input (torch::from_blob), as information: the
+  // kernels alone. The target rows above give each library its own input, and on the VM of
+  // 2026-12-05 a buffer in transparent huge pages (xfunc's, NOTE: [Buffer allocation]) read from
+  // memory 6-14% slower than libtorch's in 4 KiB pages (docs/performance.md, seventh session).
+  for (const char* op : {"sum(a) 2048^2", "sum(a) 4096^2", "sum(a,{1}) 2048^2", "sum(a,{1}) 4096^2",
+                         "amax(a,{1}) 2048^2", "amax(a,{1}) 4096^2"}) {
+    const std::string name = op;
+    const std::int64_t n = name.find("4096") != std::string::npos ? 4096 : 2048;
+    const int kind = name.rfind("amax", 0) == 0 ? 2 : name.rfind("sum(a,{1})", 0) == 0 ? 1 : 0;
+    add_pair(name + "/t1", "torch on xfunc's input/t1", xf_call(xf_ops.at(name), 1), [n, kind] {
+      const xf::tensor& x = n == 2048 ? xin().sq : xin().big;
+      const torch::Tensor a = torch::from_blob(const_cast<float*>(x.impl()->data<float>()), {n, n});
+      benchmark::DoNotOptimize((kind == 0 ? a.sum() : kind == 1 ? a.sum(1) : a.amax(1)).data_ptr());
+    }, 0, "1 thread vs libtorch on the same bytes");
+  }
+#endif
   // 2 threads against 1, paired: the target (at least 1.6x the throughput) for large
   // pointwise work and 4096^2 reductions
   for (const char* op :

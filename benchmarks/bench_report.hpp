@@ -72,8 +72,8 @@ struct target {
     ratio_max,     // time(name) / time(baseline) <= value
     delta_max_ns,  // time(name) - time(baseline) <= value (ns)
     items_min,     // items_per_second(name) >= value (no baseline)
-    paired_max,    // the paired_ratio of pair benchmark `name` (run_paired) <= value; `baseline`
-                   // names what the pair's second callable ran (printed only)
+    paired_max,    // the paired_ratio of pair benchmark `name` (run_paired) <= value (0: no
+                   // target); `baseline` names what the pair's second callable ran (printed only)
     info           // ratio printed, no target
   };
   std::string name, baseline;
@@ -120,9 +120,10 @@ inline void print_table(const std::map<std::string, measured>& res, const std::v
         std::snprintf(tgt, sizeof tgt, ">= %.2f G/s", t.value / 1e9);
         met = a->second.items_per_s >= t.value;
         break;
-      case target::paired_max:
+      case target::paired_max:  // (value 0: the pair's ratio as information)
         std::snprintf(ratio, sizeof ratio, "%.2fx", a->second.paired_ratio);
-        std::snprintf(tgt, sizeof tgt, "<= %.2fx", t.value);
+        if (t.value > 0) std::snprintf(tgt, sizeof tgt, "<= %.2fx", t.value);
+        else std::snprintf(tgt, sizeof tgt, "(info)");
         met = a->second.paired_ratio > 0 && a->second.paired_ratio <= t.value;
         break;
       case target::info:
@@ -132,7 +133,7 @@ inline void print_table(const std::map<std::string, measured>& res, const std::v
     }
     std::printf("%-44s %11s  %-34s %9s  %-22s %s%s%s\n", t.name.c_str(), fmt_time(ta).c_str(),
                 t.baseline.empty() ? "-" : t.baseline.c_str(), ratio, tgt,
-                t.kind == target::info ? "" : (met ? "yes" : "NO"), t.note.empty() ? "" : "  ", t.note.c_str());
+                t.kind == target::info || t.value <= 0 ? "" : (met ? "yes" : "NO"), t.note.empty() ? "" : "  ", t.note.c_str());
   }
   std::fflush(stdout);
 }
