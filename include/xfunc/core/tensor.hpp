@@ -53,9 +53,11 @@ void settle_readers_of(const storage& s);
 // which would zero-fill fresh pages on every call.
 // Blocks of 2 MiB and more are 2 MiB aligned and advised as transparent huge pages (Linux,
 // where the system's setting is "madvise", Debian's default): a streaming kernel then crosses a
-// page, and misses the TLB, 512 times less often (a 64 MiB sum is 10-20% faster), and a fresh
-// block faults once per 2 MiB. Only the pages touched are backed, so rounding the size up to
-// 2 MiB costs address space, not memory.
+// page, and misses the TLB, 512 times less often (a 64 MiB sum was 10-20% faster on the VM of
+// 2026-12-01; on the AMD VM of 2026-12-05 reading huge pages from memory was 6-14% slower, and
+// copies were unchanged: docs/performance.md), and a fresh block faults once per 2 MiB, which
+// is what decides it: a first touch of 4 KiB pages cost up to 20 us a page on that VM. Only the
+// pages touched are backed, so rounding the size up to 2 MiB costs address space, not memory.
 // Contents of a reused block are unspecified, as for any fresh allocation. Under AddressSanitizer
 // the cache is off so that use-after-free stays detectable.
 #ifndef XFUNC_DETAIL_BUFFER_CACHE  // (a build may also turn it off by defining it 0)
