@@ -133,7 +133,8 @@ inline void print_table(const std::map<std::string, measured>& res, const std::v
     }
     std::printf("%-44s %11s  %-34s %9s  %-22s %s%s%s\n", t.name.c_str(), fmt_time(ta).c_str(),
                 t.baseline.empty() ? "-" : t.baseline.c_str(), ratio, tgt,
-                t.kind == target::info || t.value <= 0 ? "" : (met ? "yes" : "NO"), t.note.empty() ? "" : "  ", t.note.c_str());
+                t.kind == target::info || t.value <= 0 ? "" : (met ? "yes" : "NO"), t.note.empty() ? "" : "  ",
+                t.note.c_str());
   }
   std::fflush(stdout);
 }
