@@ -137,11 +137,18 @@ void consume(const xf::tensor& y) {
 
 using xf_fn = std::function<xf::tensor(const xf_inputs&)>;
 
+/// An xfunc call on `threads` threads (for its row, or a pair's side).
+std::function<void()> xf_call(const xf_fn& f, int threads) {
+  return [f, threads] {
+    xf::set_num_threads(threads);  // (a no-op but in a row's or a pair's block's first call)
+    consume(f(xin()));
+  };
+}
+
 void run_xf(benchmark::State& st, int threads, const xf_fn& f) {
-  const xf_inputs& in = xin();
-  xf::set_num_threads(threads);
-  consume(f(in));  // warm up (allocations, the thread pool)
-  for (auto _ : st) consume(f(in));
+  const std::function<void()> call = xf_call(f, threads);
+  call();  // warm up (allocations, the thread pool)
+  for (auto _ : st) call();
 }
 
 // ---- hand-written baselines (one thread) ------------------------------------------------------
@@ -259,11 +266,19 @@ struct loop_body {
 };
 std::map<std::string, loop_body> loops;
 
+/// The baselines' threads: libtorch's and OpenBLAS's (which libtorch shares).
+void set_baseline_threads(int threads) {
+#if defined(XFUNC_BENCH_TORCH)
+  at::set_num_threads(threads);
+#endif
+  openblas_set_num_threads(threads);
+}
+
 /// A baseline row (loop/..., copy/..., blas/...): one thread, OpenBLAS included.
 void reg_loop(const std::string& name, std::int64_t out, std::function<void(float*)> f) {
   loops[name] = {out, f};
   reg(name, [out, f](benchmark::State& st) {
-    openblas_set_num_threads(1);
+    set_baseline_threads(1);
     run_loop(st, out, f);
   });
 }
@@ -294,22 +309,21 @@ struct op_spec {
 };
 
 #if defined(XFUNC_BENCH_TORCH)
-void run_torch(benchmark::State& st, int threads, const std::function<torch::Tensor()>& f) {
-  at::set_num_threads(threads);
-  openblas_set_num_threads(threads);
-  torch::NoGradGuard no_grad;
-  benchmark::DoNotOptimize(f().data_ptr());
-  for (auto _ : st) benchmark::DoNotOptimize(f().data_ptr());
-}
-#endif
-
-/// An xfunc call on `threads` threads, for a pair.
-std::function<void()> xf_call(const xf_fn& f, int threads) {
-  return [f, threads] {
-    xf::set_num_threads(threads);  // (a no-op but in a block's first, untimed call)
-    consume(f(xin()));
+/// A libtorch call (for its row, or a pair's side), without autograd recording.
+std::function<void()> torch_call(std::function<torch::Tensor()> f) {
+  return [f] {
+    torch::NoGradGuard no_grad;
+    benchmark::DoNotOptimize(f().data_ptr());
   };
 }
+
+void run_torch(benchmark::State& st, int threads, const std::function<torch::Tensor()>& f) {
+  set_baseline_threads(threads);
+  const std::function<void()> call = torch_call(f);
+  call();
+  for (auto _ : st) call();
+}
+#endif
 
 /// pair/<op> vs <baseline>: a (xfunc) and b (the baseline) timed in alternating blocks in one
 /// benchmark (NOTE: [Paired timing]), and the table's target row for their ratio. Libtorch and
@@ -318,10 +332,7 @@ void add_pair(const std::string& op, const std::string& baseline, std::function<
               double target_ratio, const std::string& note) {
   const std::string name = "pair/" + op + " vs " + baseline;
   reg(name, [a, b](benchmark::State& st) {
-#if defined(XFUNC_BENCH_TORCH)
-    at::set_num_threads(1);
-#endif
-    openblas_set_num_threads(1);
+    set_baseline_threads(1);
     xfunc_bench::run_paired(st, a, b);
   });
   rows_out.push_back({name, baseline, xfunc_bench::target::paired_max, target_ratio, note + " (paired)"});
@@ -348,8 +359,7 @@ void add_op(const op_spec& s) {
 #if defined(XFUNC_BENCH_TORCH)
   rows_out.push_back({x1, "torch/" + s.op + "/t1", target::info, 0, "1 thread vs libtorch"});
   if (s.torch_target > 0)
-    add_pair(s.op + "/t1", "torch/t1", xf_call(s.xf, 1), [g = s.torch] { benchmark::DoNotOptimize(g().data_ptr()); },
-             s.torch_target, "1 thread vs libtorch");
+    add_pair(s.op + "/t1", "torch/t1", xf_call(s.xf, 1), torch_call(s.torch), s.torch_target, "1 thread vs libtorch");
   rows_out.push_back({x2, "torch/" + s.op + "/t2", target::info, 0, "2 threads vs libtorch"});
 #endif
   rows_out.push_back({x2, x1, target::info, 0, "2 threads vs 1 (speed-up = 1/ratio)"});
@@ -605,10 +615,10 @@ int main(int argc, char** argv) {
     const std::string sz = " " + std::to_string(n) + "^2";
     for (const auto& [op, f] : {std::pair{"sum(a)", full_sum}, std::pair{"sum(a,{1})", row_sum},
                                   std::pair{"amax(a,{1})", row_max}}) {
-      add_pair(op + sz + "/t1", "torch on xfunc's input/t1", xf_call(xf_ops.at(op + sz), 1), [n, f = f] {
+      add_pair(op + sz + "/t1", "torch on xfunc's input/t1", xf_call(xf_ops.at(op + sz), 1), torch_call([n, f = f] {
         const xf::tensor& x = n == 2048 ? xin().sq : xin().big;
-        benchmark::DoNotOptimize(f(torch::from_blob(const_cast<float*>(x.impl()->data<float>()), {n, n})).data_ptr());
-      }, 0, "1 thread vs libtorch on the same bytes");
+        return f(torch::from_blob(const_cast<float*>(x.impl()->data<float>()), {n, n}));
+      }), 0, "1 thread vs libtorch on the same bytes");
     }
   }
 #endif

@@ -1,7 +1,8 @@
 #pragma once
 // A Google Benchmark main that also collects each benchmark's time (the median of the
 // repetitions: five by default, interleaved, see default_flags) and prints a table of ratios
-// against baselines measured in the same process: "name  time  baseline  ratio  target  met?".
+// against baselines measured in the same process, or between the two sides of a paired
+// benchmark (run_paired): "name  time  baseline  ratio  target  met?".
 // Targets are reported, never asserted.
 #include <benchmark/benchmark.h>
 
