@@ -1,6 +1,11 @@
 // Runs the kernels of several copies of ab_kernels.cpp, each compiled against another version
 // of xfunc's headers, in one process (NOTE: [A/B in one process] in ab_headers.sh).
-// Usage: ab_host <rounds> <filter substring or ""> <lib.so> <lib.so> ...
+// Usage: ab_host <rounds> <filter substring or ""> <first side loaded> <lib.so> <lib.so> ...
+// The sides are loaded and given their inputs starting from the named one (0-based), in turn:
+// the order decides which side's buffers get the memory first (ab_headers.sh runs every order).
+// Prints one line per kernel and side after the first: "kernel<TAB>side<TAB>median<TAB>q1<TAB>q3"
+// of the per-round ratios of that side's time to the first side's, and the first side's median
+// time per call in ms as side 1.
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -33,20 +38,24 @@ double quantile(std::vector<double> v, double q) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 5) {
-    std::fprintf(stderr, "usage: %s <rounds> <filter> <lib.so> <lib.so> ...\n", argv[0]);
+  if (argc < 6) {
+    std::fprintf(stderr, "usage: %s <rounds> <filter> <first side loaded> <lib.so> <lib.so> ...\n", argv[0]);
     return 2;
   }
   const int rounds = std::max(3, std::atoi(argv[1]));
   const std::string filter = argv[2];
+  const int first_loaded = std::atoi(argv[3]);
+  const int n_sides = argc - 4;
   std::vector<float> values(std::size_t(1) << 24);
   std::mt19937 g(1);
   std::normal_distribution<float> d;
   for (auto& v : values) v = d(g);
 
-  std::vector<side> sides;
+  std::vector<side> sides(static_cast<std::size_t>(n_sides));
   int n_kernels = -1;
-  for (int a = 3; a < argc; ++a) {
+  for (int j = 0; j < n_sides; ++j) {
+    const int v = (first_loaded + j) % n_sides;
+    const int a = 4 + v;
     void* h = dlopen(argv[a], RTLD_NOW | RTLD_LOCAL);
     if (!h) {
       std::fprintf(stderr, "%s\n", dlerror());
@@ -64,12 +73,8 @@ int main(int argc, char** argv) {
       return 1;
     }
     n_kernels = n;
-    sides.push_back(s);
+    sides[static_cast<std::size_t>(v)] = s;
   }
-
-  std::printf("%-32s %10s", "kernel (one thread)", "first ms");
-  for (std::size_t v = 1; v < sides.size(); ++v) std::printf("  %-30s", ("side " + std::to_string(v + 1) + " / first: median [q1, q3]").c_str());
-  std::printf("\n");
   for (int k = 0; k < n_kernels; ++k) {
     const std::string name = sides[0].name(k);
     if (!filter.empty() && name.find(filter) == std::string::npos) continue;
@@ -88,15 +93,13 @@ int main(int argc, char** argv) {
         for (int c = 0; c < calls; ++c) s.run(k);
         t[which].push_back(seconds(b0) / calls);
       }
-    std::printf("%-32s %10.3f", name.c_str(), quantile(t[0], 0.5) * 1e3);
+    std::printf("%s\t1\t%.4f\t0\t0\n", name.c_str(), quantile(t[0], 0.5) * 1e3);
     for (std::size_t v = 1; v < sides.size(); ++v) {
       std::vector<double> ratio(static_cast<std::size_t>(rounds), 0.0);
       for (int r = 0; r < rounds; ++r) ratio[std::size_t(r)] = t[v][std::size_t(r)] / t[0][std::size_t(r)];
-      char cell[64];
-      std::snprintf(cell, sizeof cell, "%.3f [%.3f, %.3f]", quantile(ratio, 0.5), quantile(ratio, 0.25), quantile(ratio, 0.75));
-      std::printf("  %-30s", cell);
+      std::printf("%s\t%zu\t%.4f\t%.4f\t%.4f\n", name.c_str(), v + 1, quantile(ratio, 0.5), quantile(ratio, 0.25),
+                  quantile(ratio, 0.75));
     }
-    std::printf("\n");
     std::fflush(stdout);
   }
   return 0;
