@@ -43,6 +43,7 @@ extern "C" __attribute__((visibility("default"))) int ab_init(const float* value
       {"exp(x), 2^24", [x] { return xf::exp(x); }},
       {"exp(x * a + b), 2^24", [x] { return xf::exp(x * 1.7 + (-0.3)); }},
       {"t().contiguous(), 2048^2", [sq] { return sq.t().contiguous(); }},
+      {"t().contiguous(), 4096^2", [big] { return big.t().contiguous(); }},
       {"permute({2,0,1}), [64,256,256]", [sq] { return sq.view({64, 256, 256}).permute({2, 0, 1}).contiguous(); }},
       {"sum(a), 2048^2", [sq] { return xf::sum(sq); }},
       {"sum(a, {1}), 2048^2", [sq] { return xf::sum(sq, {1}); }},

@@ -148,6 +148,9 @@ TEST_CASE("copies of every layout into contiguous buffers (clone, contiguous, to
       {"permute {2,0,1}", [](const xf::tensor& x) { return x.permute({2, 0, 1}); }, {17, 65, 61}},
       {"permute {1,2,0}", [](const xf::tensor& x) { return x.permute({1, 2, 0}); }, {17, 65, 61}},
       {"permute {0,2,1}", [](const xf::tensor& x) { return x.permute({0, 2, 1}); }, {17, 65, 61}},
+      // several units of copy_band^2 per outer position, the last band and run partial
+      // (NOTE: [Transposed copy order])
+      {"permute {0,2,1}, several units", [](const xf::tensor& x) { return x.permute({0, 2, 1}); }, {2, 579, 521}},
       {"narrow (strided rows)", [](const xf::tensor& x) { return x.narrow(1, 3, 250); }, {257, 263}},
       {"narrow then transpose", [](const xf::tensor& x) { return x.narrow(0, 1, 255).t(); }, {257, 263}},
       {"select (strided 1-d)", [](const xf::tensor& x) { return x.select(1, 1); }, {70001, 2}},
