@@ -50,6 +50,7 @@ extern "C" __attribute__((visibility("default"))) int ab_init(const float* value
       {"sum(a, {0}), 2048^2", [sq] { return xf::sum(sq, {0}); }},
       {"amax(a, {1}), 2048^2", [sq] { return xf::amax(sq, {1}); }},
       {"sum(a, {1}), 4096^2", [big] { return xf::sum(big, {1}); }},
+      {"amax(a, {1}), 4096^2", [big] { return xf::amax(big, {1}); }},
       {"softmax(a, 1), 2048^2", [sq] { return xf::softmax(sq, 1); }},
   };
   return static_cast<int>(kernels().size());
