@@ -61,9 +61,10 @@ inline constexpr std::int64_t chunk = 4096;
 // against sum's one add) reaches fewer: `amax(a, {1})` over 4096^2 floats from memory took
 // 1.17-1.26x the time of `sum(a, {1})` in one process. With the prefetches, against the same
 // headers without them in one process (benchmarks/ab/ab_headers.sh, both orders, 30 rounds,
-// 2026-12-05): amax 4096^2 0.74x and 0.84x the time, sum 0.97x, softmax 0.96-0.98x, `sum(a, {0})`
-// (which does not fold contiguous runs) 1.01x; 4 KiB ahead was slower on rows of 2048 floats
-// (1.12-1.15x), 8 and 32 KiB the same as 16. A prefetch changes no value.
+// 2026-12-05, three runs): amax 4096^2 0.74-0.84x the time, sum 0.94-0.97x, softmax
+// 0.96-0.98x, `sum(a, {0})` (which does not fold contiguous runs) 1.01-1.07x; 4 KiB ahead was
+// slower on rows of 2048 floats (1.12-1.15x), 8 and 32 KiB the same as 16. A prefetch changes
+// no value.
 inline constexpr int fold_prefetch_bytes = 16 << 10;
 
 struct sum_math {
