@@ -39,7 +39,7 @@ namespace xfunc::detail::backend {
 // thread (parallel_for's threshold).
 inline constexpr std::int64_t copy_grain = std::int64_t(1) << 15;
 inline constexpr std::int64_t copy_tile = 64;  // (32 KiB of 8-byte elements in a tile buffer)
-inline constexpr std::int64_t copy_band = 8 * copy_tile;  // a task's unit: copy_band^2 (NOTE: [Transposed copy order])
+inline constexpr std::int64_t copy_band = 8 * copy_tile;  // a column of tiles (NOTE: [Transposed copy order])
 
 // The register blocks of a transpose whose destination has at least stream_min_bytes are
 // stored with streaming stores (NOTE: [Streaming stores] in backend/streaming.hpp), since such a
@@ -58,14 +58,15 @@ inline constexpr std::size_t stream_min_bytes = std::size_t(4) << 20;
 // `permute({2,0,1})` of [64,256,256] floats 1.23-1.27 against 0.67-0.76, 512^2 floats (ordinary
 // stores) 0.066 against 0.029-0.035 (one thread, alternating runs on the development VM).
 // Destinations whose rows are not whole lines (1000 floats, say) take the same time either way.
-// Across tiles, a task's unit is a square of copy_band x copy_band elements (512: 8 x 8 tiles),
-// taken one column of tiles at a time, down the band of destination rows: each source row then
-// gives copy_band consecutive elements (2 KiB of floats) in quick succession, where bands of one
-// tile across the whole width gave 256 bytes per visit, each visit a fresh stream for the memory
-// and the prefetchers. Both versions in one process (benchmarks/ab/ab_headers.sh, both orders,
-// 30 rounds, 2026-12-05): `t().contiguous()` of 4096^2 floats 0.78-0.80x the time, of 2048^2
-// 0.82x, `permute({2,0,1})` of [64,256,256] 0.95-0.98x; units of 256 or 1024 were slower than
-// 512 (1.11x and 1.05x its time). The units also give a task pool enough of them: 16 for 2048^2.
+// Across tiles, a task's unit is a column of tiles down a band of copy_band destination rows (8
+// tiles: 512 rows), and a task's units are neighbouring columns: each source row then gives
+// copy_band consecutive elements (2 KiB of floats) in quick succession, where a band of one tile
+// across the whole width gave 256 bytes per visit, each visit a fresh stream for the memory and
+// the prefetchers. Both versions in one process (benchmarks/ab/ab_headers.sh, both orders, 30
+// rounds, 2026-12-05): `t().contiguous()` of 4096^2 floats 0.78-0.80x the time, of 2048^2 0.82x,
+// `permute({2,0,1})` of [64,256,256] 0.95-0.98x; bands of 256 or 1024 rows were slower than 512
+// (1.11x and 1.05x its time), and so were units taking the tiles along the rows first (1.03-1.07x).
+// Units of one column of tiles, not squares of 512 x 512, keep a 512^2 copy in 8 tasks.
 
 /// A copy layout after simplification: `rank` dims, outermost first, with extents and the
 /// destination's and the source's strides (in elements).
@@ -379,8 +380,8 @@ void copy_bits(const copy_layout& L, U* dst, const U* src) {
     copy_rows<U, U>(L, dst, src);
     return;
   }
-  // units: (outer position, band of copy_band rows along k, run of copy_band columns), each
-  // copied in tiles down the band first (NOTE: [Transposed copy order])
+  // units: (outer position, band of copy_band rows along k, column of copy_tile columns), each
+  // a column of tiles down the band (NOTE: [Transposed copy order])
   const int inner = L.rank - 1;
   const std::int64_t nl = L.n[inner], dl = L.ds[inner], sl = L.ss[inner];
   copy_cursor c;
@@ -388,9 +389,9 @@ void copy_bits(const copy_layout& L, U* dst, const U* src) {
     if (i != k) c.add_dim(L.n[i], {L.ds[i], L.ss[i]});
   const std::int64_t nk = L.n[k], bands = (nk + copy_band - 1) / copy_band;
   c.add_dim(bands, {L.ds[k] * copy_band, L.ss[k] * copy_band});
-  c.add_dim((nl + copy_band - 1) / copy_band, {dl * copy_band, sl * copy_band});
+  c.add_dim((nl + copy_tile - 1) / copy_tile, {dl * copy_tile, sl * copy_tile});
   const std::int64_t units = c.count();
-  const std::int64_t unit_work = (nk < copy_band ? nk : copy_band) * (nl < copy_band ? nl : copy_band);
+  const std::int64_t unit_work = (nk < copy_band ? nk : copy_band) * (nl < copy_tile ? nl : copy_tile);
   const std::int64_t per_task = unit_work >= copy_grain ? 1 : copy_grain / unit_work;
   const std::int64_t n_tasks = (units + per_task - 1) / per_task;
   const std::int64_t dk = L.ds[k], sk = L.ss[k];
@@ -402,14 +403,12 @@ void copy_bits(const copy_layout& L, U* dst, const U* src) {
     const std::int64_t u0 = t * per_task, u1 = u0 + per_task < units ? u0 + per_task : units;
     cur.seek(u0);
     for (std::int64_t u = u0; u < u1; ++u, cur.next()) {
-      const std::int64_t row0 = cur.idx[cur.rank - 2] * copy_band, col0 = cur.idx[cur.rank - 1] * copy_band;
+      const std::int64_t row0 = cur.idx[cur.rank - 2] * copy_band, col0 = cur.idx[cur.rank - 1] * copy_tile;
       const std::int64_t rows = nk - row0 < copy_band ? nk - row0 : copy_band;
-      const std::int64_t cols = nl - col0 < copy_band ? nl - col0 : copy_band;
-      for (std::int64_t j = 0; j < cols; j += copy_tile)
-        for (std::int64_t i = 0; i < rows; i += copy_tile)
-          copy_tile_block<U>(dst + cur.off[0] + i * dk + j * dl, dk, dl, src + cur.off[1] + i * sk + j * sl, sk, sl,
-                             rows - i < copy_tile ? rows - i : copy_tile, cols - j < copy_tile ? cols - j : copy_tile,
-                             stream);
+      const std::int64_t cols = nl - col0 < copy_tile ? nl - col0 : copy_tile;
+      for (std::int64_t i = 0; i < rows; i += copy_tile)
+        copy_tile_block<U>(dst + cur.off[0] + i * dk, dk, dl, src + cur.off[1] + i * sk, sk, sl,
+                           rows - i < copy_tile ? rows - i : copy_tile, cols, stream);
     }
     if (stream) stream_fence();
   });
