@@ -33,7 +33,7 @@ namespace xfunc::detail::backend {
 // tiles, so that every line read or written is used whole while it is in L1. No per-element
 // index arithmetic remains in any inner loop: a position is decoded once per task and advanced
 // per row.
-// The work is split into tasks of about copy_grain elements (rows, bands of tiles, or pieces of
+// The work is split into tasks of about copy_grain elements (rows, columns of tiles, or pieces of
 // one long row); the split depends only on the layout, and a copy does no arithmetic, so the
 // result is the same for every thread count (NOTE: [Threads]). Small copies run on the calling
 // thread (parallel_for's threshold).
