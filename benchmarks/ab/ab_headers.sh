@@ -2,8 +2,9 @@
 # Compares versions of xfunc's headers on the same kernels in one process.
 # Usage: ab_headers.sh <version> <version> [<version>...]
 #   a version is a git revision of this repository (HEAD, main~3, a commit), "." for the
-#   working tree, or a directory holding an include/ tree; the first is the reference. Environment: ROUNDS (default 30), FILTER (run only
-#   the kernels whose name contains it), CXX (default g++), OPT (default -O3 -march=native).
+#   working tree, or a directory holding an include/ tree; the first is the reference.
+#   Environment: ROUNDS (default 30), FILTER (run only the kernels whose name contains it),
+#   CXX (default g++), OPT (default -O3 -march=native).
 # Prints, for each kernel of ab_kernels.cpp, the first version's median time per call and each
 # other version's time as a ratio to it: the median over the rounds of the per-round ratios
 # (the geometric mean of that median over the orders of loading), with the widest quartiles.
@@ -23,7 +24,7 @@
 # combined.
 set -euo pipefail
 if [ $# -lt 2 ]; then
-  sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 here=$(cd "$(dirname "$0")" && pwd)
@@ -33,6 +34,7 @@ OPT=${OPT:--O3 -march=native}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 libs=()
+builds=()
 i=0
 for version in "$@"; do
   i=$((i + 1))
@@ -50,9 +52,12 @@ for version in "$@"; do
   "$CXX" -std=c++20 $OPT -DNDEBUG -DXTENSOR_USE_XSIMD -fPIC -shared -fvisibility=hidden \
     -Wno-maybe-uninitialized -I "$dir/include" "$here/ab_kernels.cpp" -o "$dir/ab_kernels.so" \
     -lopenblas -lzip -pthread &
+  builds+=($!)
   libs+=("$dir/ab_kernels.so")
 done
-wait
+for j in "${!builds[@]}"; do
+  wait "${builds[$j]}" || { echo "building side $((j + 1)) failed (see the compiler's messages above)" >&2; exit 1; }
+done
 "$CXX" -std=c++20 -O2 "$here/ab_host.cpp" -o "$work/ab_host" -ldl
 # one process per order of loading (each side's buffers first in turn); per kernel and side, the
 # geometric mean of the orders' median ratios, and the widest quartiles

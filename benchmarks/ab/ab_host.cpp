@@ -20,7 +20,6 @@
 namespace {
 
 struct side {
-  std::string path;
   int (*init)(const float*, std::int64_t);
   const char* (*name)(int);
   void (*run)(int);
@@ -61,7 +60,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", dlerror());
       return 1;
     }
-    side s{argv[a], reinterpret_cast<int (*)(const float*, std::int64_t)>(dlsym(h, "ab_init")),
+    side s{reinterpret_cast<int (*)(const float*, std::int64_t)>(dlsym(h, "ab_init")),
            reinterpret_cast<const char* (*)(int)>(dlsym(h, "ab_name")), reinterpret_cast<void (*)(int)>(dlsym(h, "ab_run"))};
     if (!s.init || !s.name || !s.run) {
       std::fprintf(stderr, "%s does not export ab_init, ab_name and ab_run\n", argv[a]);
@@ -86,11 +85,10 @@ int main(int argc, char** argv) {
     std::vector<std::vector<double>> t(sides.size());
     for (int r = 0; r < rounds; ++r)
       for (std::size_t i = 0; i < sides.size(); ++i) {
-        const side& s = sides[(i + std::size_t(r)) % sides.size()];  // each side first in turn
-        const std::size_t which = (i + std::size_t(r)) % sides.size();
-        s.run(k);  // untimed: refills the caches the other side's block emptied
+        const std::size_t which = (i + std::size_t(r)) % sides.size();  // each side first in turn
+        sides[which].run(k);  // untimed: refills the caches the other side's block emptied
         const auto b0 = std::chrono::steady_clock::now();
-        for (int c = 0; c < calls; ++c) s.run(k);
+        for (int c = 0; c < calls; ++c) sides[which].run(k);
         t[which].push_back(seconds(b0) / calls);
       }
     std::printf("%s\t1\t%.4f\t0\t0\n", name.c_str(), quantile(t[0], 0.5) * 1e3);
