@@ -89,6 +89,38 @@ TEST_CASE("programs too large to fuse fall back to evaluating their inputs", "[d
   for (std::size_t i = 0; i < lazy.size(); ++i) CHECK(xf::equal(lazy[i], ref[i]));
 }
 
+TEST_CASE("registers sit clear of the result and the leaves within a page, values unchanged", "[deferred]") {
+  // NOTE: [Register placement]: from the result's offset within a 4 KiB page, in steps of 1 KiB,
+  // the first place that no leaf starts less than 1 KiB behind. Leaves at odd offsets are views.
+  constexpr std::uintptr_t page = 4096, near = 1024;
+  const auto page_offset = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % page; };
+  xf::manual_seed(6);
+  const xf::tensor base = xf::randn({N + 2048});
+  // read before any program reads `base`: an access to a leaf's storage evaluates its readers
+  const float* base_data = base.impl()->template data<float>();
+  for (std::int64_t shift_a : {0, 16, 240, 1008})
+    for (std::int64_t shift_b : {0, 32, 512, 1000}) {
+      INFO("leaf offsets " << shift_a << ", " << shift_b << " floats");
+      const xf::tensor a = base.narrow(0, shift_a, N), b = base.narrow(0, shift_b, N);
+      auto program = [&] { return xf::exp(a * 0.5) + b; };
+      const xf::tensor lazy = deferred(program);
+      REQUIRE(is_deferred(lazy));
+      const std::shared_ptr<xf::detail::deferred_value> p = lazy.impl()->pending;
+      for (std::uintptr_t result : {std::uintptr_t(0), std::uintptr_t(64), std::uintptr_t(3072)}) {
+        const auto* out = reinterpret_cast<const std::byte*>(page * 16 + result);  // an address, never written
+        const std::uintptr_t r = p->register_page_offset(out, 0);
+        CHECK(r % 64 == 0);
+        CHECK((r + page - result) % near == 0);  // the result's offset, moved on by whole KiB
+        for (std::int64_t shift : {shift_a, shift_b}) {
+          const std::uintptr_t behind = (r + page - page_offset(base_data + shift)) % page;
+          CHECK((behind == 0 || behind >= near));
+        }
+      }
+      REQUIRE(is_deferred(lazy));  // the checks above did not evaluate it
+      CHECK(xf::equal(lazy, eager(program)));
+    }
+}
+
 TEST_CASE("writes into an input after deferral do not reach the deferred result", "[deferred]") {
   deferred([] {
     xf::tensor x = xf::randn({N});

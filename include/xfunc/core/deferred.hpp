@@ -98,6 +98,9 @@ struct deferred_value {
   void evaluate_range(std::byte* out, std::size_t begin, std::size_t end, bool stream) const;
   /// Whether the result goes to `out` by streaming stores (NOTE: [Streaming deferred results]).
   bool streams_to(const std::byte* out) const;
+  /// Where a task writing the result from `out` (element `begin`) places its registers within a
+  /// page (NOTE: [Register placement]).
+  std::size_t register_page_offset(const std::byte* out, std::size_t begin) const;
 };
 
 /// Live deferred tensors (weak), and the mutex under which programs are built and evaluated.
@@ -185,6 +188,42 @@ XFUNC_RUNTIME void deferred_value::evaluate(std::byte* out) const {
 }
 #endif
 
+// NOTE: [Register placement]
+// A load whose address matches an earlier, still pending store in its low 12 bits (the offset
+// within a 4 KiB page) waits for that store as if it were to the same address ("4K aliasing").
+// A program's steps store into its registers while loading their leaves, and the last step
+// stores the result while loading a register, so where the registers sit within a page relative
+// to the leaves and the result decides whether every load of a block waits: registers 64 bytes
+// behind the result made `x * a + b` on 2^24 floats 1.44x slower and `exp(x * a + b)` 1.66x, 64
+// bytes ahead of its leaf 1.13x and 1.06x, while 0, 512 and 2048 bytes behind were as fast as
+// each other (ab_headers.sh, 2026-12-06). Until then the registers sat wherever the heap had put
+// the thread's buffer, so these programs' speed changed from process to process. Now each task
+// places them at the result's offset within its page (register k + 1 then loads nothing that
+// register k has just stored either), moved on by 1 KiB at a time while a leaf starts less than
+// 1 KiB behind them (a view at an odd offset; leaves of fresh tensors share the result's offset).
+inline constexpr std::size_t register_page = 4096;
+
+#if XFUNC_RUNTIME_DEFINITIONS
+XFUNC_RUNTIME std::size_t deferred_value::register_page_offset(const std::byte* out, std::size_t begin) const {
+  constexpr std::size_t near = 1024;
+  const auto page_offset = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % register_page; };
+  const std::size_t result = page_offset(out);
+  for (std::size_t shift = 0; shift < register_page; shift += near) {
+    const std::size_t r = (result + shift) % register_page;
+    bool clear = true;
+    for (std::size_t i = 0; i < n_leaves; ++i) {
+      const tensor_impl& l = *leaves[i];
+      const std::size_t behind =
+          (r + register_page - page_offset(l.store->data + (static_cast<std::size_t>(l.offset) + begin) * elem_size)) %
+          register_page;
+      clear = clear && (behind == 0 || behind >= near);
+    }
+    if (clear) return r;
+  }
+  return result;
+}
+#endif
+
 #if XFUNC_RUNTIME_DEFINITIONS
 XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t begin, std::size_t end,
                                                   bool stream) const {
@@ -205,12 +244,13 @@ XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t be
   struct aligned_free {
     void operator()(std::byte* p) const { std::free(p); }
   };
-  constexpr std::size_t reg_capacity = max_steps * block * sizeof(double);  // float64 and int64 are the widest
+  // float64 and int64 are the widest; one page more, to place the registers within it
+  constexpr std::size_t reg_capacity = max_steps * block * sizeof(double);
   thread_local const std::unique_ptr<std::byte, aligned_free> reg_buffer(
-      static_cast<std::byte*>(std::aligned_alloc(64, reg_capacity)));
-  std::byte* regs = reg_buffer.get();
-  if (!regs) [[unlikely]]
-    fail("xf: out of memory allocating ", reg_capacity, " bytes for deferred pointwise programs");
+      static_cast<std::byte*>(std::aligned_alloc(register_page, reg_capacity + register_page)));
+  if (!reg_buffer) [[unlikely]]
+    fail("xf: out of memory allocating ", reg_capacity + register_page, " bytes for deferred pointwise programs");
+  std::byte* regs = reg_buffer.get() + register_page_offset(out + begin * elem_size, begin);
   if ((n_steps - 1) * reg_bytes > reg_capacity) [[unlikely]]  // (a dtype wider than 8 bytes)
     fail("xf: internal error: a deferred program needs ", (n_steps - 1) * reg_bytes, " bytes of registers, more than ",
          reg_capacity);
