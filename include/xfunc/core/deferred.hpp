@@ -193,14 +193,15 @@ XFUNC_RUNTIME void deferred_value::evaluate(std::byte* out) const {
 // within a 4 KiB page) waits for that store as if it were to the same address ("4K aliasing").
 // A program's steps store into its registers while loading their leaves, and the last step
 // stores the result while loading a register, so where the registers sit within a page relative
-// to the leaves and the result decides whether every load of a block waits: registers 64 bytes
-// behind the result made `x * a + b` on 2^24 floats 1.44x slower and `exp(x * a + b)` 1.66x, 64
-// bytes ahead of its leaf 1.13x and 1.06x, while 0, 512 and 2048 bytes behind were as fast as
-// each other (ab_headers.sh, 2026-12-06). Until then the registers sat wherever the heap had put
-// the thread's buffer, so these programs' speed changed from process to process. Now each task
-// places them at the result's offset within its page (register k + 1 then loads nothing that
-// register k has just stored either), moved on by 1 KiB at a time while a leaf starts less than
-// 1 KiB behind them (a view at an odd offset; leaves of fresh tensors share the result's offset).
+// to the leaves and the result decides whether the loads of a block wait: registers 64 bytes
+// behind the result made `x * a + b` on 2^24 floats 1.44x slower and `exp(x * a + b)` 1.66x,
+// 64 bytes ahead of its leaf 1.13x and 1.06x, while 0, 512 and 2048 bytes behind were as fast as
+// each other (ab_headers.sh on a Zen 2 VM with AVX2, 2026-12-06). Until then the registers sat
+// wherever the heap had put the thread's buffer, so these programs' speed changed from process
+// to process (the misses of the memcpy target in earlier sessions). Now each task places them
+// at the result's offset within its page (register k + 1 then loads nothing that register k has
+// just stored either), moved on by 1 KiB at a time while a leaf starts less than 1 KiB behind
+// them (a view at an odd offset; leaves of fresh tensors share the result's offset).
 inline constexpr std::size_t register_page = 4096;
 
 #if XFUNC_RUNTIME_DEFINITIONS
