@@ -63,9 +63,20 @@ inline constexpr std::int64_t chunk = 4096;
 // headers without them in one process (benchmarks/ab/ab_headers.sh, both orders, 30 rounds,
 // 2026-12-05, three runs): amax 4096^2 0.74-0.84x the time, sum 0.94-0.97x, softmax
 // 0.96-0.98x, `sum(a, {0})` (which does not fold contiguous runs) 1.01-1.07x; 4 KiB ahead was
-// slower on rows of 2048 floats (1.12-1.15x), 8 and 32 KiB the same as 16. A prefetch changes
-// no value.
+// slower on rows of 2048 floats (1.12-1.15x), 8 and 32 KiB the same as 16. That was an AVX-512
+// VM (Zen 4). On a Zen 2 VM with AVX2 (2026-12-06) the prefetches cost instead: without them,
+// `sum(a, {1})` and `amax(a, {1})` over 4096^2 floats took 0.86-0.90x the time (two runs,
+// quartiles within 0.83-0.96; 2048^2 0.92-1.06x, within the noise), and prefetching for the
+// caches further out (locality 0 or 1) changed nothing. So builds for AVX-512 prefetch and the
+// others do not (with xfunc::kernels shared, the x86-64-v4 copy and the rest: NOTE: [Kernels per
+// x86-64 level]). A prefetch changes no value.
 inline constexpr int fold_prefetch_bytes = 16 << 10;
+inline constexpr bool fold_prefetches =
+#if defined(__AVX512F__)
+    true;
+#else
+    false;
+#endif
 
 struct sum_math {
   template <class A>
@@ -206,8 +217,9 @@ T fold_chunk(const T* p, std::int64_t n) {
     for (std::int64_t g = 0; g < group; ++g, i += L) {
       XFUNC_DETAIL_UNROLL for (int k = 0; k < K; ++k) grp[k] = step(grp[k], V::load_unaligned(p + i + k * W));
       // NOTE: [Fold prefetch] (prefetching past the end of the buffer is harmless: never a fault)
-      XFUNC_DETAIL_UNROLL for (int q = 0; q < L * int(sizeof(T)); q += 64)
-        __builtin_prefetch(reinterpret_cast<const char*>(p + i) + fold_prefetch_bytes + q);
+      if constexpr (fold_prefetches)
+        XFUNC_DETAIL_UNROLL for (int q = 0; q < L * int(sizeof(T)); q += 64)
+          __builtin_prefetch(reinterpret_cast<const char*>(p + i) + fold_prefetch_bytes + q);
     }
     XFUNC_DETAIL_UNROLL for (int k = 0; k < K; ++k) acc[k] = M::combine(acc[k], grp[k]);
   }
