@@ -164,7 +164,8 @@ template <class X, class Simd, class Std>
 
 /// exp or expm1 of a register, as std gives them: the fast path, one test per register, inlined
 /// into the kernel's loop; the rare registers with a lane near or beyond the limits call out.
-/// (GCC inlined neither while both were one function: a call per register, 1.x of exp's time.)
+/// (As one function, GCC inlined none of it: a call per register, and `exp(x)` on 2^24 floats
+/// took 1.06x the time on a Zen 2 VM, 2026-12-06.)
 template <class X, class Simd, class Std>
 [[gnu::always_inline]] inline X exponential(const X& x, Simd simd_fn, Std std_fn, bool subnormal_results) {
   constexpr bool f64 = std::is_same_v<value_t<X>, double>;

@@ -20,11 +20,11 @@ namespace xfunc::detail::backend {
 // log_softmax = x - lse, and softmax = exp(x - s) * (1 / sum_r exp(x_r - s)) as torch computes
 // it: the sum's pass keeps its exponentials in the output, scaled in place after, one exp per
 // element. (As exp(x - lse), a second exp per element, softmax over 2048^2 floats took 1.19x
-// libtorch's time on a Zen 2 VM, and 1.58x the time of this, 2026-12-06.) The max is exact in any order; the sum of
-// exponentials is accumulated like a sum of the engine (NOTE: [Reduction engine]): chunks folded
-// into SIMD lanes then combined pairwise (B == 1), or blocks of rows folded into registers then
-// combined pairwise (B > 1). Columns are independent, and the order within one depends only on
-// the shape, so results are bitwise identical for every thread count.
+// libtorch's time on a Zen 2 VM, and 1.58x the time of this, 2026-12-06.) The max is exact in
+// any order; the sum of exponentials is accumulated like a sum of the engine
+// (NOTE: [Reduction engine]): chunks folded into SIMD lanes then combined pairwise (B == 1), or
+// blocks of rows folded into registers then combined pairwise (B > 1). Columns are independent, and the order
+// within one depends only on the shape, so results are bitwise identical for every thread count.
 enum class normalization { logsumexp, softmax, log_softmax };
 
 template <class T>
