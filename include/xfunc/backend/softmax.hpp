@@ -23,8 +23,9 @@ namespace xfunc::detail::backend {
 // libtorch's time on a Zen 2 VM, and 1.58x the time of this, 2026-12-06.) The max is exact in
 // any order; the sum of exponentials is accumulated like a sum of the engine
 // (NOTE: [Reduction engine]): chunks folded into SIMD lanes then combined pairwise (B == 1), or
-// blocks of rows folded into registers then combined pairwise (B > 1). Columns are independent, and the order
-// within one depends only on the shape, so results are bitwise identical for every thread count.
+// blocks of rows folded into registers then combined pairwise (B > 1). Columns are independent,
+// and the order within one depends only on the shape, so results are bitwise identical for every
+// thread count.
 enum class normalization { logsumexp, softmax, log_softmax };
 
 template <class T>
