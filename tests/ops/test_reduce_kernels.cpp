@@ -332,6 +332,14 @@ TEST_CASE("special values as torch 1.13 gives them", "[ops][reduction][nan]") {
   const xf::tensor s = xf::softmax(with_inf, 0);
   CHECK(s.select(0, 0).item<double>() == 0.0);
   CHECK(std::isnan(s.select(0, 1).item<double>()));
+  // the same along a dim with elements after it (columns: the kernels' B > 1 path)
+  CHECK(isnan_all(xf::softmax(xf::full({3, 2}, -inf, xf::f64), 0)));
+  const xf::tensor cols = xf::stack({with_inf, with_inf}, 1);  // [2, 2], each column [1, inf]
+  const xf::tensor sc = xf::softmax(cols, 0);
+  for (std::int64_t j = 0; j < 2; ++j) {
+    CHECK(sc.select(1, j).select(0, 0).item<double>() == 0.0);
+    CHECK(std::isnan(sc.select(1, j).select(0, 1).item<double>()));
+  }
   // the mean of nothing, the unbiased variance of one value: NaN
   CHECK(std::isnan(xf::mean(xf::zeros({0})).item<float>()));
   CHECK(std::isnan(xf::var(xf::tensor{1.0}, {0}).item<double>()));
