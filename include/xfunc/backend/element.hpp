@@ -149,14 +149,21 @@ bool all_within(const X& x, double lo, double hi) {
   return xsimd::all((x >= X(T(lo))) & (x <= X(T(hi))));
 }
 
-/// exp or expm1 of a register with a lane outside the range where xsimd's result is a normal
-/// number: those lanes are mended (NOTE: [Exponentials of double registers]).
+/// The arguments for which xsimd's exp of a T register is a normal number: [under, over].
+template <class T>
+struct exponential_range {
+  static constexpr bool f64 = std::is_same_v<T, double>;
+  static constexpr double under = f64 ? -708.0 : -87.0, over = f64 ? 709.0 : 88.0;
+};
+
+/// exp or expm1 of a register with a lane outside exponential_range: those lanes are mended
+/// (NOTE: [Exponentials of double registers]).
 template <class X, class Simd, class Std>
 [[gnu::noinline]] X exponential_edges(const X& x, Simd simd_fn, Std std_fn, bool subnormal_results) {
-  constexpr bool f64 = std::is_same_v<value_t<X>, double>;
-  const double under = f64 ? -708.0 : -87.0, over = f64 ? 709.0 : 88.0;
-  const auto overflow_edge = (x > X(over)) & (x < X(f64 ? 710.0 : 89.0));
-  const auto underflow_edge = (x < X(under)) & (x > X(f64 ? -746.0 : -104.0));
+  using range = exponential_range<value_t<X>>;
+  constexpr bool f64 = range::f64;
+  const auto overflow_edge = (x > X(range::over)) & (x < X(f64 ? 710.0 : 89.0));
+  const auto underflow_edge = (x < X(range::under)) & (x > X(f64 ? -746.0 : -104.0));
   if (xsimd::any(subnormal_results ? (overflow_edge | underflow_edge) : overflow_edge)) return lane_by_lane(std_fn, x);
   if constexpr (f64) return xsimd::select(is_nan(x), x, simd_fn(clamp_exponent_arg(x)));
   else return simd_fn(x);
@@ -168,8 +175,8 @@ template <class X, class Simd, class Std>
 /// took 1.06x the time on a Zen 2 VM, 2026-12-06.)
 template <class X, class Simd, class Std>
 [[gnu::always_inline]] inline X exponential(const X& x, Simd simd_fn, Std std_fn, bool subnormal_results) {
-  constexpr bool f64 = std::is_same_v<value_t<X>, double>;
-  if (all_within(x, f64 ? -708.0 : -87.0, f64 ? 709.0 : 88.0)) [[likely]]
+  using range = exponential_range<value_t<X>>;
+  if (all_within(x, range::under, range::over)) [[likely]]
     return simd_fn(x);
   return exponential_edges(x, simd_fn, std_fn, subnormal_results);
 }

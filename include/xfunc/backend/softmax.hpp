@@ -72,18 +72,8 @@ T sum_exp_run(const T* p, std::int64_t n, T shift, T* kept = nullptr) {
   return parts[0];
 }
 
-/// out[j] = x[j] - lse for a contiguous run (log_softmax).
-template <class T>
-void subtract_run(const T* x, std::int64_t n, T lse, T* out) {
-  using V = simd<T>;
-  constexpr std::int64_t W = V::size;
-  const V vl(lse);
-  std::int64_t j = 0;
-  for (; j + W <= n; j += W) (V::load_unaligned(x + j) - vl).store_unaligned(out + j);
-  for (; j < n; ++j) out[j] = x[j] - lse;
-}
-
-/// out[j] *= scale for a contiguous run (softmax's numerators times 1 / their sum).
+/// out[j] *= scale for a contiguous run: softmax's exponentials times 1 / their sum, in place
+/// (map_elements, whose output is __restrict, must not read what it writes).
 template <class T>
 void scale_run(T* out, std::int64_t n, T scale) {
   using V = simd<T>;
@@ -108,7 +98,7 @@ void normalize_arb(const T* x, std::int64_t A, std::int64_t R, std::int64_t B, T
       } else {
         const T lse = std::log(sum_exp_run(row, R, s)) + s;
         if constexpr (N == normalization::logsumexp) out[a] = lse;
-        else subtract_run(row, R, lse, out + a * R);
+        else map_elements<T>(out + a * R, R, [](auto v, auto l) { return v - l; }, elements<T>{row}, repeated<T>{lse});
       }
     });
     return;
@@ -135,24 +125,18 @@ void normalize_arb(const T* x, std::int64_t A, std::int64_t R, std::int64_t B, T
         for (; j < B; ++j) acc[j] += std::exp(row[j] - shift[j]);
       }
     }
-    combine_vectors_pairwise<sum_math>(parts.data(), nblocks, B);
-    if constexpr (N == normalization::softmax) {
-      for (std::int64_t b = 0; b < B; ++b) parts[b] = T(1) / parts[b];
-      for (std::int64_t r = 0; r < R; ++r) {
-        const T* row = xa + r * B;
-        T* o = out + a * R * B + r * B;
-        for (std::int64_t b = 0; b < B; ++b) o[b] = std::exp(row[b] - shift[b]) * parts[b];
-      }
-      return;
-    }
-    for (std::int64_t b = 0; b < B; ++b) parts[b] = std::log(parts[b]) + shift[b];
+    combine_vectors_pairwise<sum_math>(parts.data(), nblocks, B);  // parts[b]: column b's sum
     if constexpr (N == normalization::logsumexp) {
-      std::copy(parts.data(), parts.data() + B, out + a * B);
+      for (std::int64_t b = 0; b < B; ++b) out[a * B + b] = std::log(parts[b]) + shift[b];
     } else {
+      // per column, softmax's 1 / sum or log_softmax's lse
+      for (std::int64_t b = 0; b < B; ++b)
+        parts[b] = N == normalization::softmax ? T(1) / parts[b] : std::log(parts[b]) + shift[b];
       for (std::int64_t r = 0; r < R; ++r) {
         const T* row = xa + r * B;
         T* o = out + a * R * B + r * B;
-        for (std::int64_t b = 0; b < B; ++b) o[b] = row[b] - parts[b];
+        for (std::int64_t b = 0; b < B; ++b)
+          o[b] = N == normalization::softmax ? std::exp(row[b] - shift[b]) * parts[b] : row[b] - parts[b];
       }
     }
   });

@@ -91,6 +91,11 @@ struct deferred_value {
   void release_leaves();
 
   bool reads(const storage* s) const;
+  /// Element `off` of leaf i.
+  const std::byte* leaf_data(std::size_t i, std::size_t off) const {
+    const tensor_impl& l = *leaves[i];
+    return l.store->data + (static_cast<std::size_t>(l.offset) + off) * elem_size;
+  }
   /// Writes the program's result (numel elements) to `out`.
   void evaluate(std::byte* out) const;
   /// Writes elements [begin, end) of the result (begin a multiple of `block`), the last step by
@@ -213,10 +218,7 @@ XFUNC_RUNTIME std::size_t deferred_value::register_page_offset(const std::byte* 
     const std::size_t r = (result + shift) % register_page;
     bool clear = true;
     for (std::size_t i = 0; i < n_leaves; ++i) {
-      const tensor_impl& l = *leaves[i];
-      const std::size_t behind =
-          (r + register_page - page_offset(l.store->data + (static_cast<std::size_t>(l.offset) + begin) * elem_size)) %
-          register_page;
+      const std::size_t behind = (r + register_page - page_offset(leaf_data(i, begin))) % register_page;
       clear = clear && (behind == 0 || behind >= near);
     }
     if (clear) return r;
@@ -229,8 +231,7 @@ XFUNC_RUNTIME std::size_t deferred_value::register_page_offset(const std::byte* 
 XFUNC_RUNTIME void deferred_value::evaluate_range(std::byte* out, std::size_t begin, std::size_t end,
                                                   bool stream) const {
   auto leaf = [&](int code, std::size_t off) -> const void* {
-    const tensor_impl& l = *leaves[static_cast<std::size_t>(-1 - code)];
-    return l.store->data + (static_cast<std::size_t>(l.offset) + off) * elem_size;
+    return leaf_data(static_cast<std::size_t>(-1 - code), off);  // (a leaf's code is -1 - index)
   };
   if (n_steps == 1) {  // no registers: one call (its operands are leaves), ordinary stores
     const deferred_step& s = steps[0];
