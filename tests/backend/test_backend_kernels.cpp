@@ -893,34 +893,40 @@ TEST_CASE("matmul through BLAS: transposed operands, bmm and vmap, the same at e
   CHECK(xf::allclose(bt, bm, 1e-4, 1e-4));
 }
 
-TEST_CASE("large products cut into about one band of rows per thread give the same bits at every thread count",
+TEST_CASE("large products cut into about one band of rows per thread, or short ones into fixed bands of columns, "
+          "give the same bits at every thread count",
           "[backend][linalg]") {
-  // NOTE: [Batched GEMM threads]: one thread makes one GEMM call; more cut the result's rows at
-  // multiples of 12 (never its columns), or the rows of its transpose when it is too short
+  // NOTE: [Batched GEMM threads]: one thread makes one GEMM call for a tall result; more cut its
+  // rows at multiples of 24 (never its columns); a short result is cut into bands of columns
+  // that depend on its shape alone
   using xf::detail::backend::make_gemm_bands;
-  using xf::detail::backend::gemm_transposes;
   const auto g1 = make_gemm_bands(1, 520, 1060, 1000, 1), g2 = make_gemm_bands(1, 520, 1060, 1000, 2);
   const auto g3 = make_gemm_bands(1, 520, 1060, 1000, 3);
-  CHECK(g1.bands == 1);
-  CHECK((g2.bands == 2 && g2.start(1) == 264 && g2.start(2) == 520));
+  CHECK((g1.bands == 1 && !g1.columns));
+  CHECK((g2.bands == 2 && !g2.columns && g2.start(1) == 264 && g2.start(2) == 520));
   CHECK((g3.bands == 3 && g3.start(1) == 192 && g3.start(2) == 360 && g3.start(3) == 520));
   CHECK(make_gemm_bands(4, 520, 1060, 1000, 3).bands == 1);  // the batch gives the threads work
   CHECK(make_gemm_bands(1, 520, 1060, 4, 8).bands == 1);     // too little work to cut
   CHECK(make_gemm_bands(1, 200, 2000, 1000, 16).bands == 4);  // no band below 48 rows
   const auto wg = make_gemm_bands(1, 128, 784, 8192, 2);      // a weight gradient's shape
   CHECK((wg.bands == 2 && wg.start(1) == 72));
-  // too short for two bands, tall enough when transposed, work enough: c^T = b^T a^T
-  CHECK(gemm_transposes(32, 4096, 4096));
-  CHECK(!gemm_transposes(96, 4096, 4096));  // two bands of 48
-  CHECK(!gemm_transposes(32, 90, 4096));    // neither way
-  CHECK(!gemm_transposes(32, 4096, 1));     // an outer product (NOTE: [Outer products])
-  CHECK(!gemm_transposes(16, 64, 64));      // too little work
-  // rows cut at 2 and 3 threads; a weight gradient's shape; short results computed transposed
-  const std::int64_t shapes[5][2] = {{520, 1060}, {520, 400}, {128, 784}, {40, 1060}, {13, 900}};
+  // too short for two bands of rows: bands of at least 1024 columns, the same at every thread count
+  for (int threads : {1, 2, 16}) {
+    const auto layer = make_gemm_bands(1, 32, 4096, 4096, threads);
+    CHECK((layer.columns && layer.bands == 4 && layer.start(1) == 1024 && layer.start(4) == 4096));
+    const auto odd = make_gemm_bands(1, 40, 2100, 1000, threads);
+    CHECK((odd.columns && odd.bands == 2 && odd.start(1) == 1088 && odd.start(2) == 2100));
+    const auto halves = make_gemm_bands(1, 95, 2047, 1000, threads);  // too narrow for two of 1024
+    CHECK((halves.columns && halves.bands == 2 && halves.start(1) == 1024));
+    CHECK(make_gemm_bands(1, 95, 1023, 1000, threads).bands == 1);  // too narrow for halves
+    CHECK(make_gemm_bands(1, 2, 8192, 100, threads).bands == 1);    // too little work
+    CHECK(!make_gemm_bands(1, 96, 4096, 4096, threads).columns);    // two bands of 48 rows
+  }
+  // rows cut at 2 and 3 threads; a weight gradient's shape; short results, narrow and wide
+  const std::int64_t shapes[6][2] = {{520, 1060}, {520, 400}, {128, 784}, {40, 1060}, {13, 900}, {40, 2100}};
   for (xf::dtype dt : {xf::f32, xf::f64})
     for (const auto& nm : shapes) {
       INFO(dt << ", [" << nm[0] << ", 1000] x [1000, " << nm[1] << "]");
-      CHECK(gemm_transposes(nm[0], nm[1], 1000) == (nm[0] < 96));
       const xf::tensor a = xf::randn({nm[0], 1000}, dt), b = xf::randn({1000, nm[1]}, dt);
       const xf::tensor ref = xf::mm(a, b);
       for (std::int64_t i : {std::int64_t(0), nm[0] / 2, nm[0] - 1})  // rows by another kernel
@@ -935,12 +941,16 @@ TEST_CASE("large products cut into about one band of rows per thread give the sa
   const xf::tensor x = xf::randn({2, 300, 800}), y = xf::randn({2, 800, 600});
   const xf::tensor bm = same_at_every_thread_count([&] { return xf::bmm(x, y); });
   CHECK(xf::allclose(bm.select(0, 1), xf::mm(x.select(0, 1), y.select(0, 1)), 1e-3, 1e-3));
-  // a batch of short products, each computed transposed, split by batch item
+  // a batch of short products split by batch item; one of short wide products cut into columns
   const xf::tensor xs = xf::randn({3, 20, 500}), ys = xf::randn({3, 500, 900});
   const xf::tensor bs = same_at_every_thread_count([&] { return xf::bmm(xs, ys); });
   for (std::int64_t p = 0; p < 3; ++p)
     CHECK(xf::allclose(bs.select(0, p).select(0, 7), xf::sum(xs.select(0, p).select(0, 7).unsqueeze(1) * ys.select(0, p), {0}),
                        1e-3, 1e-3));
+  const xf::tensor xw = xf::randn({2, 40, 300}), yw = xf::randn({2, 2100, 300}).transpose(1, 2);
+  const xf::tensor bw = same_at_every_thread_count([&] { return xf::bmm(xw, yw); });
+  for (std::int64_t p = 0; p < 2; ++p)
+    CHECK(xf::allclose(bw.select(0, p), xf::mm(xw.select(0, p), yw.select(0, p).contiguous()), 1e-3, 1e-3));
 }
 
 TEST_CASE("matmul with k == 1 (outer products): streaming stores, strided operands, every thread count",

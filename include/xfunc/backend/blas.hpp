@@ -67,18 +67,25 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
 // of 1-3 rows, f64 in 12s; a cut at 156 rows broke the Nehalem kernels' bits, 24s keep them).
 // test_backend_kernels passes with OPENBLAS_CORETYPE set to Haswell, SkylakeX, CooperLake, Zen,
 // Sandybridge, Nehalem, Core2 and Prescott.
-// Columns are never cut: the other dimension is blocked by the driver from the call's own size
+// Columns are never cut where the cut would follow the thread count: that dimension is blocked by the driver from the call's own size
 // and its kernels compute an element differently near a block's edge. On an AMD Zen 5 VM (which
 // OpenBLAS 0.3.21 runs with its Haswell kernels) cutting 400 x 500 f32 at any column but 256 (the
 // driver's own block) changed the bits of the 16 columns around the cut; the SkylakeX kernels
 // of a Zen 4 VM had kept them, and the columns were cut until 2026-12-04.
-// A result too short to cut into two bands (fewer than 2 * gemm_min_band_rows rows) but tall
-// enough when transposed is computed as c^T = b^T a^T, in bands of c^T's rows, and transposed
-// into place (gemm_transposes): a linear layer's forward and input gradient at small batch.
-// Whether a product is transposed depends on its shape alone, never on the thread count.
-// OpenBLAS on the Zen 5 VM, f32 [n, 4096] x [4096, 4096] on one thread: n = 32 13.4 ms, its
-// transpose 14.2 ms (+ 0.5 ms to transpose c); n = 64 23.1 and 24.2 ms; halves of n = 64: 32
-// rows 13.5 ms, 2048 rows of the transpose 12.0 ms, hence bands of at least 48 rows.
+// A result too short to cut into two bands of rows (fewer than 2 * gemm_min_band_rows) is cut
+// into bands of columns instead, at fixed places that depend on its shape alone (at least
+// gemm_min_band_columns wide, or halves of at least half that; starting on multiples of
+// gemm_column_align): the same calls at
+// every thread count, one thread running them all in turn, so the bits cannot depend on the
+// thread count whatever the kernels do at a column block's edge. Each band packs its own part of
+// b and the whole of a, which is short. Debian's OpenBLAS 0.3.21, Zen 2 VM, one thread, f32
+// [32, 4096] x [4096, 4096] with b on huge pages (as xfunc allocates it): one call 19.3-20.9 ms,
+// bands of 2048 columns 19.3-19.8, of 1024 19.5-20.0, of 512 21.2-21.5 (b packed by rows of
+// 2 KiB); two threads with bands of 1024 10.3-10.4 ms. Where b is smaller narrower bands cost
+// nothing: [32, 1024] x [1024, 1024] in bands of 256 to 1024 columns 0.98-1.04 ms, [64, 1536] x
+// [1536, 1536] in 512 to 1536 3.99-4.12 ms; hence the halves. Until 2026-12-06 such a result was
+// computed transposed (c^T = b^T a^T, in bands of c^T's rows): 1.06x one call on the AVX-512
+// VMs, but 1.35x on this one.
 // test_backend_kernels checks the claim at 1, 2 and 3 threads, every transpose, f32 and f64, sums
 // of several k blocks: a BLAS that broke it (one with other kernels for smaller calls, say) fails
 // there.
@@ -91,31 +98,34 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
 // gemm_min_tile_madds multiply-adds: a band re-packs b's k x m panel, 1 / rows of its own work.
 inline constexpr double bmm_split_batch_max = double(1 << 24);
 inline constexpr std::int64_t gemm_min_band_rows = 48, gemm_band_align = 24;
+inline constexpr std::int64_t gemm_min_band_columns = 1024, gemm_column_align = 64;
 inline constexpr double gemm_min_tile_madds = double(1 << 22);
 
-/// The bands of rows of a batch of P [n, m] results of depth k on `threads` threads: about one
-/// band per thread, each at least gemm_min_tile_madds multiply-adds and, when cut, of at least
-/// gemm_min_band_rows rows less the alignment; band bounds are even shares of the rows rounded
-/// up to multiples of gemm_band_align.
+/// How each of a batch of [n, m] results is cut (NOTE: [Batched GEMM threads]): into `bands`
+/// bands of its columns (`columns`) or of its rows; band i covers [start(i), start(i + 1)) of
+/// `extent` (m or n), bounds being even shares rounded up to multiples of `align`.
 struct gemm_bands {
-  std::int64_t n, bands;
+  std::int64_t extent, bands, align;
+  bool columns;
   std::int64_t start(std::int64_t i) const {
-    return std::min(n, (n * i / bands + gemm_band_align - 1) / gemm_band_align * gemm_band_align);
+    return std::min(extent, (extent * i / bands + align - 1) / align * align);
   }
 };
-inline gemm_bands make_gemm_bands(std::int64_t P, std::int64_t n, std::int64_t m, std::int64_t k, int threads) {
-  const double madds = double(n) * double(m) * double(k);
-  const std::int64_t want = std::max<std::int64_t>(
-      1, std::min<std::int64_t>((threads + P - 1) / P, static_cast<std::int64_t>(madds / gemm_min_tile_madds)));
-  return {n, std::min(want, std::max<std::int64_t>(1, n / gemm_min_band_rows))};
-}
 
-/// Whether the [n, m] products of depth k are computed transposed, as c^T = b^T a^T (NOTE:
-/// [Batched GEMM threads]): too few rows for two bands, enough columns, and work for two; the
-/// shape alone decides.
-inline bool gemm_transposes(std::int64_t n, std::int64_t m, std::int64_t k) {
-  return k > 1 && n < 2 * gemm_min_band_rows && m >= 2 * gemm_min_band_rows &&
-         double(n) * double(m) * double(k) >= 2 * gemm_min_tile_madds;
+/// The bands of a batch of P [n, m] results of depth k on `threads` threads. Results too short
+/// for two bands of rows: bands of at least gemm_min_band_columns columns (two of at least half
+/// as many when there are fewer than twice that), whatever the thread count. Others: about one
+/// band of rows per thread, of at least gemm_min_band_rows rows less the alignment. Every band
+/// at least gemm_min_tile_madds multiply-adds.
+inline gemm_bands make_gemm_bands(std::int64_t P, std::int64_t n, std::int64_t m, std::int64_t k, int threads) {
+  const auto work = static_cast<std::int64_t>(double(n) * double(m) * double(k) / gemm_min_tile_madds);
+  if (n < 2 * gemm_min_band_rows) {  // bands of 1024 columns or more, or halves of 512 or more
+    const std::int64_t cut =
+        std::max(m / gemm_min_band_columns, std::min<std::int64_t>(2, m / (gemm_min_band_columns / 2)));
+    return {m, std::max<std::int64_t>(1, std::min(cut, work)), gemm_column_align, true};
+  }
+  const std::int64_t want = std::max<std::int64_t>(1, std::min<std::int64_t>((threads + P - 1) / P, work));
+  return {n, std::min(want, std::max<std::int64_t>(1, n / gemm_min_band_rows)), gemm_band_align, false};
 }
 
 /// Sets OpenBLAS's thread count to n if it is not n already.
@@ -225,30 +235,23 @@ tensor batched_matmul(const tensor& a, const tensor& b, dtype dt, const char* op
         return;
       }
     }
-    // c^T = b^T a^T where the shape asks for it (gemm_transposes): the same operands read with
-    // their transposes flipped, into `flipped`, then transposed into out
-    const bool flip = std::is_floating_point_v<T> && gemm_transposes(n, m, k);
-    const tensor flipped = flip ? empty_dense({P, m, n}, dt, cpu, op) : tensor();
-    const T* px = flip ? pb : pa;
-    const T* py = flip ? pa : pb;
-    const bool tx = flip ? !tb : ta, ty = flip ? !ta : tb;
-    const std::int64_t lx = flip ? ldb : lda, ly = flip ? lda : ldb, sx = flip ? sb : sa, sy = flip ? sa : sb;
-    const std::int64_t rows = flip ? m : n, cols = flip ? n : m;
-    T* pz = flip ? flipped.impl()->template data<T>() : pc;
-    auto one = [&](std::int64_t p) { gemm<T>(tx, ty, rows, cols, k, px + p * sx, lx, py + p * sy, ly, pz + p * n * m, cols); };
-    // small products split by batch item, larger ones in bands of rows (NOTE: [Batched GEMM threads])
+    auto one = [&](std::int64_t p) { gemm<T>(ta, tb, n, m, k, pa + p * sa, lda, pb + p * sb, ldb, pc + p * n * m, m); };
+    // small products split by batch item, larger ones in bands (NOTE: [Batched GEMM threads])
     const double madds = double(n) * double(m) * double(k);
     if (P > 1 && madds <= bmm_split_batch_max) {
       parallel_for_blas(P, static_cast<std::int64_t>(madds), one);
-    } else {
-      const gemm_bands g = make_gemm_bands(P, rows, cols, k, get_num_threads());
-      parallel_for_blas(P * g.bands, static_cast<std::int64_t>(madds / double(g.bands)), [&](std::int64_t t) {
-        const std::int64_t p = t / g.bands, r0 = g.start(t % g.bands), r1 = g.start(t % g.bands + 1);
-        gemm<T>(tx, ty, r1 - r0, cols, k, px + p * sx + (tx ? r0 : r0 * lx), lx, py + p * sy, ly,
-                pz + p * n * m + r0 * cols, cols);
-      });
+      return;
     }
-    if (flip) strided_copy<T, T>({P, n, m}, pc, contiguous_strides({P, n, m}), pz, {n * m, 1, n});
+    const gemm_bands g = make_gemm_bands(P, n, m, k, get_num_threads());
+    parallel_for_blas(P * g.bands, static_cast<std::int64_t>(madds / double(g.bands)), [&](std::int64_t t) {
+      const std::int64_t p = t / g.bands, lo = g.start(t % g.bands), hi = g.start(t % g.bands + 1);
+      const T *x = pa + p * sa, *y = pb + p * sb;
+      T* z = pc + p * n * m;
+      if (g.columns)  // columns lo..hi of b and c
+        gemm<T>(ta, tb, n, hi - lo, k, x, lda, y + (tb ? lo * ldb : lo), ldb, z + lo, m);
+      else  // rows lo..hi of a and c
+        gemm<T>(ta, tb, hi - lo, m, k, x + (ta ? lo : lo * lda), lda, y, ldb, z + lo * m, m);
+    });
   });
   return out;
 }
