@@ -67,25 +67,25 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
 // of 1-3 rows, f64 in 12s; a cut at 156 rows broke the Nehalem kernels' bits, 24s keep them).
 // test_backend_kernels passes with OPENBLAS_CORETYPE set to Haswell, SkylakeX, CooperLake, Zen,
 // Sandybridge, Nehalem, Core2 and Prescott.
-// Columns are never cut where the cut would follow the thread count: that dimension is blocked by the driver from the call's own size
-// and its kernels compute an element differently near a block's edge. On an AMD Zen 5 VM (which
-// OpenBLAS 0.3.21 runs with its Haswell kernels) cutting 400 x 500 f32 at any column but 256 (the
-// driver's own block) changed the bits of the 16 columns around the cut; the SkylakeX kernels
-// of a Zen 4 VM had kept them, and the columns were cut until 2026-12-04.
+// Columns are never cut where the cut would follow the thread count: that dimension is blocked
+// by the driver from the call's own size and its kernels compute an element differently near a
+// block's edge. On an AMD Zen 5 VM (which OpenBLAS 0.3.21 runs with its Haswell kernels) cutting
+// 400 x 500 f32 at any column but 256 (the driver's own block) changed the bits of the 16 columns
+// around the cut; the SkylakeX kernels of a Zen 4 VM had kept them, and the columns were cut
+// until 2026-12-04.
 // A result too short to cut into two bands of rows (fewer than 2 * gemm_min_band_rows) is cut
 // into bands of columns instead, at fixed places that depend on its shape alone (at least
 // gemm_min_band_columns wide, or halves of at least half that; starting on multiples of
-// gemm_column_align): the same calls at
-// every thread count, one thread running them all in turn, so the bits cannot depend on the
-// thread count whatever the kernels do at a column block's edge. Each band packs its own part of
-// b and the whole of a, which is short. Debian's OpenBLAS 0.3.21, Zen 2 VM, one thread, f32
-// [32, 4096] x [4096, 4096] with b on huge pages (as xfunc allocates it): one call 19.3-20.9 ms,
-// bands of 2048 columns 19.3-19.8, of 1024 19.5-20.0, of 512 21.2-21.5 (b packed by rows of
-// 2 KiB); two threads with bands of 1024 10.3-10.4 ms. Where b is smaller narrower bands cost
-// nothing: [32, 1024] x [1024, 1024] in bands of 256 to 1024 columns 0.98-1.04 ms, [64, 1536] x
-// [1536, 1536] in 512 to 1536 3.99-4.12 ms; hence the halves. Until 2026-12-06 such a result was
-// computed transposed (c^T = b^T a^T, in bands of c^T's rows): 1.06x one call on the AVX-512
-// VMs, but 1.35x on this one.
+// gemm_column_align): the same calls at every thread count, one thread running them all in
+// turn, so the bits cannot depend on the thread count whatever the kernels do at a column
+// block's edge. Each band packs its own part of b and the whole of a, which is short. Debian's
+// OpenBLAS 0.3.21, Zen 2 VM, one thread, f32 [32, 4096] x [4096, 4096] with b on huge pages (as
+// xfunc allocates it): one call 19.3-20.9 ms, bands of 2048 columns 19.3-19.8, of 1024 19.5-20.0,
+// of 512 21.2-21.5 (b packed by rows of 2 KiB); two threads with bands of 1024 10.3-10.4 ms.
+// Where b is smaller narrower bands cost nothing: [32, 1024] x [1024, 1024] in bands of 256 to
+// 1024 columns 0.98-1.04 ms, [64, 1536] x [1536, 1536] in 512 to 1536 3.99-4.12 ms; hence the
+// halves. Until 2026-12-06 such a result was computed transposed (c^T = b^T a^T, in bands of
+// c^T's rows): 1.06x one call on the AVX-512 VMs, but 1.35x on this one.
 // test_backend_kernels checks the claim at 1, 2 and 3 threads, every transpose, f32 and f64, sums
 // of several k blocks: a BLAS that broke it (one with other kernels for smaller calls, say) fails
 // there.
