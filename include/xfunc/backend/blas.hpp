@@ -55,12 +55,12 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
 // bmm_split_batch_max multiply-adds each) is split over the pool by batch item, each item a
 // one-thread GEMM (BLAS's own threads would wake and synchronise once per item). A larger product
 // is cut into bands of rows of its result, about one per thread (make_gemm_bands), each a
-// one-thread GEMM over the whole sum. Why the bits do not depend on the thread count (NOTE:
-// [Threads]): a one-thread GEMM of the Goto kind (OpenBLAS; BLIS by the same design) cuts the sum
-// over k into blocks that depend on k alone and adds each block's partial sums into c in order;
-// a row-major result's rows are the columns of BLAS's column-major one, which its driver walks
-// in panels whose arithmetic depends on the element's place in the micro-kernel's register tile
-// alone. So c[i, j] is the same whichever call computes it as long as every band starts on a
+// one-thread GEMM over the whole sum (a result too short for that into bands of columns: below).
+// Why the bits do not depend on the thread count (NOTE: [Threads]): a one-thread GEMM of the
+// Goto kind (OpenBLAS; BLIS by the same design) cuts the sum over k into blocks that depend on k
+// alone and adds each block's partial sums into c in order; a row-major result's rows are the
+// columns of BLAS's column-major one, which its driver walks in panels whose arithmetic depends
+// on the element's place in the micro-kernel's register tile alone. So c[i, j] is the same whichever call computes it as long as every band starts on a
 // multiple of that tile: bands start at multiples of gemm_band_align (24), which covers
 // OpenBLAS's x86 kernels (Debian's OpenBLAS 0.3.21 cutting 400 x 500, 128 x 784 and 130 x 70
 // products at every row: Haswell kernels f32 in 12s, f64 in 2s; SkylakeX f32 anywhere but pieces
@@ -73,6 +73,16 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
 // 400 x 500 f32 at any column but 256 (the driver's own block) changed the bits of the 16 columns
 // around the cut; the SkylakeX kernels of a Zen 4 VM had kept them, and the columns were cut
 // until 2026-12-04.
+// test_backend_kernels checks the claim at 1, 2 and 3 threads, every transpose, f32 and f64, sums
+// of several k blocks: a BLAS that broke it (one with other kernels for smaller calls, say) fails
+// there.
+// OpenBLAS's own threads do not keep it: on AMD Zen 4 its multithreaded SGEMM of a transposed
+// operand differed in the last bits from its one-thread one (2026-12-02).
+// Why one band of rows per thread, not a fixed size (the same calls at every thread count, as
+// until 2026-12-03): each band packs its own panel of b, and small pieces pack it many times.
+// 1024^3 f32 on one thread (OpenBLAS, Zen 4 VM): one call 22.4 ms, tiles of 128 x 512 26.8-27.7 ms;
+// 2048^3 165 ms against 201-220 ms. Bands are at least gemm_min_band_rows rows and
+// gemm_min_tile_madds multiply-adds: a band re-packs b's k x m panel, 1 / rows of its own work.
 // A result too short to cut into two bands of rows (fewer than 2 * gemm_min_band_rows) is cut
 // into bands of columns instead, at fixed places that depend on its shape alone (at least
 // gemm_min_band_columns wide, or halves of at least half that; starting on multiples of
@@ -86,16 +96,6 @@ void gemm(bool ta, bool tb, std::int64_t n, std::int64_t m, std::int64_t k, cons
 // 1024 columns 0.98-1.04 ms, [64, 1536] x [1536, 1536] in 512 to 1536 3.99-4.12 ms; hence the
 // halves. Until 2026-12-06 such a result was computed transposed (c^T = b^T a^T, in bands of
 // c^T's rows): 1.06x one call on the AVX-512 VMs, but 1.35x on this one.
-// test_backend_kernels checks the claim at 1, 2 and 3 threads, every transpose, f32 and f64, sums
-// of several k blocks: a BLAS that broke it (one with other kernels for smaller calls, say) fails
-// there.
-// OpenBLAS's own threads do not keep it: on AMD Zen 4 its multithreaded SGEMM of a transposed
-// operand differed in the last bits from its one-thread one (2026-12-02).
-// Why one band per thread, not a fixed size (the same calls at every thread count, as until
-// 2026-12-03): each band packs its own panel of b, and small pieces pack it many times. 1024^3
-// f32 on one thread (OpenBLAS, Zen 4 VM): one call 22.4 ms, tiles of 128 x 512 26.8-27.7 ms;
-// 2048^3 165 ms against 201-220 ms. Bands are at least gemm_min_band_rows rows and
-// gemm_min_tile_madds multiply-adds: a band re-packs b's k x m panel, 1 / rows of its own work.
 inline constexpr double bmm_split_batch_max = double(1 << 24);
 inline constexpr std::int64_t gemm_min_band_rows = 48, gemm_band_align = 24;
 inline constexpr std::int64_t gemm_min_band_columns = 1024, gemm_column_align = 64;
