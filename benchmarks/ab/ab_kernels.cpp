@@ -38,12 +38,14 @@ extern "C" __attribute__((visibility("default"))) int ab_init(const float* value
   const xf::tensor x = from_host(values, {std::int64_t(1) << 24});
   const xf::tensor sq = from_host(values, {2048, 2048});
   const xf::tensor big = from_host(values, {4096, 4096});
+  const xf::tensor sq64 = from_host(values, {1448, 1448}).to(xf::f64);  // 16 MiB, as sq
   kernels() = {
       {"x * a + b, 2^24", [x] { return x * 1.7 + (-0.3); }},
       {"exp(x), 2^24", [x] { return xf::exp(x); }},
       {"exp(x * a + b), 2^24", [x] { return xf::exp(x * 1.7 + (-0.3)); }},
       {"t().contiguous(), 2048^2", [sq] { return sq.t().contiguous(); }},
       {"t().contiguous(), 4096^2", [big] { return big.t().contiguous(); }},
+      {"t().contiguous(), 1448^2 f64", [sq64] { return sq64.t().contiguous(); }},
       {"permute({2,0,1}), [64,256,256]", [sq] { return sq.view({64, 256, 256}).permute({2, 0, 1}).contiguous(); }},
       {"sum(a), 2048^2", [sq] { return xf::sum(sq); }},
       {"sum(a, {1}), 2048^2", [sq] { return xf::sum(sq, {1}); }},

@@ -515,6 +515,16 @@ TEST_CASE("transposed copies into large destinations take streaming stores", "[b
         check(x, big, shape[0] + pad, pad);
       }
     }
+  // NOTE: [Staged transposes]: a task's whole units pipelined across outer positions, with
+  // partial units (the last band, the last column of tiles) copied in between; destination rows
+  // of 1096 floats, whole 32-byte registers
+  for (xf::dtype dt : {xf::f32, xf::f64}) {
+    INFO(dt << ", permute {0, 2, 1} of [3, 1096, 700]");
+    const xf::tensor x = random_of({3, 1096, 700}, dt);
+    const xf::tensor v = x.permute({0, 2, 1});
+    const xf::tensor k = same_at_every_thread_count([&] { return v.contiguous(); });
+    check_elements(k, [&](std::int64_t i) { return value_at(v, i); });
+  }
 }
 
 TEST_CASE("write_through: in-place writes through strided views", "[backend][inplace]") {

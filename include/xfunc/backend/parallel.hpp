@@ -270,6 +270,16 @@ void parallel_for(std::int64_t n, std::int64_t work_per_item, F&& f) {
   }, &f);
 }
 
+/// parallel_for for kernels that carry state from one item to the next (a pipeline): f(i0, i1)
+/// runs the items [i0, i1), in order; the ranges are those parallel_for would hand out.
+template <class F>
+void parallel_for_ranges(std::int64_t n, std::int64_t work_per_item, F&& f) {
+  using G = std::remove_reference_t<F>;
+  parallel_ranges(n, work_per_item, [](const void* ctx, std::int64_t i0, std::int64_t i1) {
+    (*static_cast<G*>(const_cast<void*>(ctx)))(i0, i1);
+  }, &f);
+}
+
 }  // namespace detail::backend
 
 /// Sets the number of threads large CPU kernels use (and BLAS, capped to the same); n >= 1.

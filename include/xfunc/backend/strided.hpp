@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -345,6 +346,92 @@ void copy_tile_block(U* __restrict d, std::int64_t dk, std::int64_t dl, const U*
   }
 }
 
+// NOTE: [Staged transposes]
+// A transpose whose destination takes streaming stores is bound by its memory patterns, not by
+// its shuffles. On the Zen 2 VM of 2026-12-06 (16 MiB of floats, one thread): reading runs from 8
+// or 16 source rows in turn took 0.38-0.52 ms, from 32 or 64 rows 1.0-1.5 (the prefetchers and the
+// memory follow about 16 streams); streaming stores that finish each destination row's run of
+// 128 bytes or more before the next row took 0.72 ms (a sequential streaming store's speed), and
+// 1.0-1.9 when the lines of 64 rows or more were written a piece at a time. A tile copied in
+// one pass must trade one for the other: 64 source rows give each destination row a run of 256
+// bytes, but read 64 streams. So each stage of a whole unit (NOTE: [Transposed copy order]; a
+// stage is stage_bytes: 256 destination rows of copy_tile floats) goes through a buffer in L2:
+// `gather` reads it w source rows at a time (w, a register block's width) across the stage,
+// storing each block transposed into the buffer in block order; `scatter` then streams each
+// destination row's copy_tile elements out in one run. One after the other, the two phases add
+// up (0.6-0.7 ms and 0.72: 1.35-1.6 in all, no better than one pass); interleaved, the memory
+// reads while it writes: a task's stages go through two buffers, the next gathered into one a
+// block row at a time while the previous one is scattered from the other, a block of destination
+// rows at a time (finer or coarser steps were slower). Against the one-pass tiles
+// (ab_headers.sh, 24 rounds): `t().contiguous()` of 2048^2 floats 0.80-0.83x the time, of 4096^2
+// 0.88-0.93x; stages of 128 KiB did the same. Left in one pass: elements of 8 bytes (4 rows of
+// doubles at a time, or 8 in two blocks, took 1.25-1.37x the time of the tiles) and bands
+// shorter than copy_band (`permute({2,0,1})` of [64,256,256], destination rows 64 KiB apart,
+// 1.18x). Measured on AVX2 only; an AVX-512 build gathers 16 rows at a time.
+inline constexpr std::size_t stage_bytes = std::size_t(64) << 10;
+
+/// The staged transpose of whole units of one copy: destination rows along dim k (stride dk),
+/// columns along the innermost dim (contiguous), source contiguous along k, rows sl apart.
+template <class U>
+class staged_transpose {
+ public:
+  static constexpr int w = static_cast<int>(transpose_bytes / sizeof(U));  // NOTE: [Register transposes]
+  using block = register_transpose<U, w>;
+  static constexpr std::int64_t cols = copy_tile;  // destination columns of a stage (source rows)
+  static constexpr std::int64_t rows = static_cast<std::int64_t>(stage_bytes / (cols * sizeof(U)));  // and rows
+  static constexpr std::int64_t row_blocks = rows / w, col_blocks = cols / w, elements = rows * cols;
+  /// Whether this build can stage copies of U: register blocks stored by streaming stores, and
+  /// units (copy_band rows) made of whole stages.
+  static constexpr bool usable = sizeof(U) == 4 && block::can_stream && copy_band % rows == 0;
+
+  staged_transpose(std::int64_t dk, std::int64_t sl) : buf_(2 * elements), dk_(dk), sl_(sl) {}
+  /// Whether the stages of a unit at d (copy_band x copy_tile) can be stored whole registers at a time.
+  bool fits(const U* d) const {
+    constexpr auto row_bytes = static_cast<std::int64_t>(transpose_bytes);
+    return reinterpret_cast<std::uintptr_t>(d) % row_bytes == 0 && dk_ * std::int64_t(sizeof(U)) % row_bytes == 0;
+  }
+  /// Copies one stage (rows x cols at d, from s): gathers it while scattering the one before.
+  void push(U* d, const U* s) {
+    U* next = buf_.data() + (flip_ ? elements : 0);
+    U* prev = buf_.data() + (flip_ ? 0 : elements);
+    for (std::int64_t rb = 0; rb < row_blocks; ++rb) {
+      gather(s, next, rb * col_blocks, (rb + 1) * col_blocks);
+      if (pending_) scatter(prev, pending_, rb);
+    }
+    pending_ = d;
+    flip_ = !flip_;
+  }
+  /// Scatters the last stage pushed.
+  void finish() {
+    if (!pending_) return;
+    const U* last = buf_.data() + (flip_ ? 0 : elements);
+    for (std::int64_t rb = 0; rb < row_blocks; ++rb) scatter(last, pending_, rb);
+    pending_ = nullptr;
+  }
+
+ private:
+  // blocks [b0, b1) of a stage, in reading order: w source rows across the stage, then the next w
+  void gather(const U* s, U* buf, std::int64_t b0, std::int64_t b1) const {
+    for (std::int64_t b = b0; b < b1; ++b) {
+      const std::int64_t cb = b / row_blocks, rb = b % row_blocks;
+      block::template run<false>(s + rb * w + cb * w * sl_, sl_, buf + (rb * col_blocks + cb) * w * w, w);
+    }
+  }
+  // destination rows [rb * w, rb * w + w) of a stage, each in one run
+  void scatter(const U* buf, U* d, std::int64_t rb) const {
+    const U* b = buf + rb * col_blocks * w * w;
+    for (int q = 0; q < w; ++q) {
+      U* row = d + (rb * w + q) * dk_;
+      for (std::int64_t cb = 0; cb < col_blocks; ++cb)
+        stream_bytes<transpose_bytes>(row + cb * w, b + (cb * w + q) * w);
+    }
+  }
+  scratch<U> buf_;
+  std::int64_t dk_, sl_;
+  U* pending_ = nullptr;  // the destination of the stage in the buffer not being gathered into
+  bool flip_ = false;     // which buffer the next stage is gathered into
+};
+
 /// The dim (other than the innermost) to copy in tiles with the innermost one, or -1 to copy
 /// rows: tiles when the source is more contiguous along some outer dim than along the rows.
 inline int tiled_dim(const copy_layout& L) {
@@ -402,24 +489,33 @@ void copy_bits(const copy_layout& L, U* dst, const U* src) {
   c.add_dim((nl + copy_tile - 1) / copy_tile, {dl * copy_tile, sl * copy_tile});
   const std::int64_t units = c.count();
   const std::int64_t unit_work = (nk < copy_band ? nk : copy_band) * (nl < copy_tile ? nl : copy_tile);
-  const std::int64_t per_task = unit_work >= copy_grain ? 1 : copy_grain / unit_work;
-  const std::int64_t n_tasks = (units + per_task - 1) / per_task;
   const std::int64_t dk = L.ds[k], sk = L.ss[k];
   std::int64_t total = 1;  // the destination's elements
   for (int i = 0; i < L.rank; ++i) total *= L.n[i];
   const bool stream = static_cast<std::size_t>(total) * sizeof(U) >= stream_min_bytes;  // NOTE: [Streaming stores]
-  parallel_for(n_tasks, per_task * unit_work, [&](std::int64_t t) {
+  using staging = staged_transpose<U>;
+  const bool staged = staging::usable && stream && dl == 1 && sk == 1 && nk >= copy_band && nl >= copy_tile;
+  // (ranges of units, not single ones: a staged copy pipelines a range's units, NOTE: [Staged transposes])
+  parallel_for_ranges(units, unit_work, [&](std::int64_t u0, std::int64_t u1) {
     copy_cursor cur = c;
-    const std::int64_t u0 = t * per_task, u1 = u0 + per_task < units ? u0 + per_task : units;
     cur.seek(u0);
+    std::optional<staging> stages;
+    if (staged) stages.emplace(dk, sl);
     for (std::int64_t u = u0; u < u1; ++u, cur.next()) {
       const std::int64_t row0 = cur.idx[cur.rank - 2] * copy_band, col0 = cur.idx[cur.rank - 1] * copy_tile;
       const std::int64_t rows = nk - row0 < copy_band ? nk - row0 : copy_band;
       const std::int64_t cols = nl - col0 < copy_tile ? nl - col0 : copy_tile;
+      U* d = dst + cur.off[0];
+      const U* s = src + cur.off[1];
+      if (stages && rows == copy_band && cols == copy_tile && stages->fits(d)) {
+        for (std::int64_t i = 0; i < rows; i += staging::rows) stages->push(d + i * dk, s + i);
+        continue;
+      }
       for (std::int64_t i = 0; i < rows; i += copy_tile)
-        copy_tile_block<U>(dst + cur.off[0] + i * dk, dk, dl, src + cur.off[1] + i * sk, sk, sl,
-                           rows - i < copy_tile ? rows - i : copy_tile, cols, stream);
+        copy_tile_block<U>(d + i * dk, dk, dl, s + i * sk, sk, sl, rows - i < copy_tile ? rows - i : copy_tile, cols,
+                           stream);
     }
+    if (stages) stages->finish();
     if (stream) stream_fence();
   });
 }
