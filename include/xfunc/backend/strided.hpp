@@ -272,7 +272,9 @@ struct register_transpose {
   // AMD Zen (unaligned 32-byte loads split in halves), two 16-byte stores to the stack and a
   // 32-byte load from it, which store forwarding cannot serve (seen in perf, Zen 2 VM). Loaded
   // directly (ab_headers.sh, 2026-12-06): t().contiguous() of 2048^2 floats 0.89x the time, of
-  // 4096^2 0.98x, permute({2,0,1}) of [64,256,256] 0.76x.
+  // 4096^2 0.98x, permute({2,0,1}) of [64,256,256] 0.76x. Ordinary stores likewise go straight
+  // from the registers: by memcpy, each row went to the stack and back out in 16-byte halves
+  // (a staged transpose's gather, NOTE: [Staged transposes], 0.83x the time without them).
   template <std::size_t... Q>
   static void load(row* r, const U* s, std::int64_t ls, std::index_sequence<Q...>) {
     ((r[Q] = *reinterpret_cast<const unaligned_row*>(s + std::int64_t(Q) * ls)), ...);
@@ -293,7 +295,7 @@ struct register_transpose {
     level<N / 2>(r, std::make_index_sequence<N>{});
     for (int q = 0; q < N; ++q) {
       if constexpr (Stream && can_stream) stream_bytes<sizeof(row)>(d + q * ld, &r[q]);
-      else std::memcpy(d + q * ld, &r[q], sizeof(row));
+      else *reinterpret_cast<unaligned_row*>(d + q * ld) = r[q];
     }
 #endif
   }
