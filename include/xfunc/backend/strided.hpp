@@ -366,10 +366,12 @@ void copy_tile_block(U* __restrict d, std::int64_t dk, std::int64_t dl, const U*
 // block row at a time while the previous one is scattered from the other, a block of destination
 // rows at a time (finer or coarser steps were slower). Against the one-pass tiles
 // (ab_headers.sh, 24 rounds): `t().contiguous()` of 2048^2 floats 0.80-0.83x the time, of 4096^2
-// 0.88-0.93x; stages of 128 KiB did the same. Left in one pass: elements of 8 bytes (4 rows of
-// doubles at a time, or 8 in two blocks, took 1.25-1.37x the time of the tiles) and bands
-// shorter than copy_band (`permute({2,0,1})` of [64,256,256], destination rows 64 KiB apart,
-// 1.18x). Measured on AVX2 only; an AVX-512 build gathers 16 rows at a time.
+// 0.88-0.93x; stages of 128 KiB did the same; with the gather's stores fixed (NOTE: [Register
+// transposes]) 0.53x and 0.49x the session's start. Left in one pass: elements of 8 bytes (4
+// rows of doubles at a time, or 8 in two blocks, took 1.22-1.37x the time of the tiles) and
+// bands shorter than copy_band (`permute({2,0,1})` of [64,256,256], destination rows 64 KiB apart:
+// 1.18x, the same time once the stores were fixed). Measured on AVX2 only; an AVX-512 build
+// gathers 16 rows at a time.
 inline constexpr std::size_t stage_bytes = std::size_t(64) << 10;
 
 /// The staged transpose of whole units of one copy: destination rows along dim k (stride dk),
@@ -501,23 +503,27 @@ void copy_bits(const copy_layout& L, U* dst, const U* src) {
   parallel_for_ranges(units, unit_work, [&](std::int64_t u0, std::int64_t u1) {
     copy_cursor cur = c;
     cur.seek(u0);
+    // (`if constexpr`: element sizes that are never staged do not compile its blocks)
     std::optional<staging> stages;
-    if (staged) stages.emplace(dk, sl);
+    if constexpr (staging::usable)
+      if (staged) stages.emplace(dk, sl);
     for (std::int64_t u = u0; u < u1; ++u, cur.next()) {
       const std::int64_t row0 = cur.idx[cur.rank - 2] * copy_band, col0 = cur.idx[cur.rank - 1] * copy_tile;
       const std::int64_t rows = nk - row0 < copy_band ? nk - row0 : copy_band;
       const std::int64_t cols = nl - col0 < copy_tile ? nl - col0 : copy_tile;
       U* d = dst + cur.off[0];
       const U* s = src + cur.off[1];
-      if (stages && rows == copy_band && cols == copy_tile && stages->fits(d)) {
-        for (std::int64_t i = 0; i < rows; i += staging::rows) stages->push(d + i * dk, s + i);
-        continue;
-      }
+      if constexpr (staging::usable)
+        if (stages && rows == copy_band && cols == copy_tile && stages->fits(d)) {
+          for (std::int64_t i = 0; i < rows; i += staging::rows) stages->push(d + i * dk, s + i);
+          continue;
+        }
       for (std::int64_t i = 0; i < rows; i += copy_tile)
         copy_tile_block<U>(d + i * dk, dk, dl, s + i * sk, sk, sl, rows - i < copy_tile ? rows - i : copy_tile, cols,
                            stream);
     }
-    if (stages) stages->finish();
+    if constexpr (staging::usable)
+      if (stages) stages->finish();
     if (stream) stream_fence();
   });
 }
