@@ -440,14 +440,28 @@ TEST_CASE("per-element math: exponentials at NaN, infinite, huge and edge argume
       CHECK(same(first(el::pow(lanes(v, other), lanes(0.5, 0.5))), std::pow(v, 0.5), 1e-13));
     }
   }
-  // float registers: the same early overflow and flushed subnormals are mended
-  for (float v : {88.5f, 88.72f, -88.0f, -95.0f, -103.0f, -104.0f}) {
+  // float registers: the same early overflow and flushed subnormals are mended, and lanes beyond
+  // them still reach xsimd's own limits (not the in-range path)
+  const float finf = std::numeric_limits<float>::infinity();
+  for (float v : {88.5f, 88.72f, -88.0f, -95.0f, -103.0f, -104.0f, 100.0f, -150.0f, 1e30f, -1e30f, finf, -finf}) {
     INFO("float x = " << v);
     const xsimd::batch<float> r(v);
     CHECK(same(el::exp(r).get(0), std::exp(v), 1e-6));
     CHECK(same(el::expm1(r).get(0), std::expm1(v), 1e-6));
     CHECK(same(el::pow(xsimd::batch<float>(2.0f), r).get(0), std::pow(2.0f, v), 1e-5));
   }
+  CHECK(std::isnan(el::exp(xsimd::batch<float>(std::numeric_limits<float>::quiet_NaN())).get(0)));
+  // registers whose lanes all lie in the ordinary range take a shorter path with xsimd's bits
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> in_range(-87.0f, 88.0f);
+  std::int64_t differ = 0;
+  for (int i = 0; i < 20000; ++i) {
+    alignas(64) float v[xsimd::batch<float>::size];
+    for (float& f : v) f = in_range(gen);
+    const auto r = xsimd::batch<float>::load_aligned(v);
+    differ += xsimd::any(el::exp(r) != xsimd::exp(r));
+  }
+  CHECK(differ == 0);
   CHECK(first(el::pow(lanes(1.0, 1.0), lanes(nan, nan))) == 1);  // as std::pow
   CHECK(first(el::pow(lanes(0.5, 0.5), lanes(inf, inf))) == 0);
   // and through the ops, where registers and the scalar tail meet

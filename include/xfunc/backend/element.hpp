@@ -169,23 +169,44 @@ template <class X, class Simd, class Std>
   else return simd_fn(x);
 }
 
-/// exp or expm1 of a register, as std gives them: the fast path, one test per register, inlined
-/// into the kernel's loop; the rare registers with a lane near or beyond the limits call out.
-/// (As one function, GCC inlined none of it: a call per register, and `exp(x)` on 2^24 floats
-/// took 1.06x the time on a Zen 2 VM, 2026-12-06.)
-template <class X, class Simd, class Std>
-[[gnu::always_inline]] inline X exponential(const X& x, Simd simd_fn, Std std_fn, bool subnormal_results) {
+/// exp or expm1 of a register, as std gives them: the fast path (in_range_fn, for registers whose
+/// lanes all lie in exponential_range), one test per register, inlined into the kernel's loop; the
+/// rare registers with a lane near or beyond the limits call out. (As one function, GCC inlined
+/// none of it: a call per register, and `exp(x)` on 2^24 floats took 1.06x the time on a Zen 2
+/// VM, 2026-12-06.)
+template <class X, class InRange, class Simd, class Std>
+[[gnu::always_inline]] inline X exponential(const X& x, InRange in_range_fn, Simd simd_fn, Std std_fn,
+                                            bool subnormal_results) {
   using range = exponential_range<value_t<X>>;
   if (all_within(x, range::under, range::over)) [[likely]]
-    return simd_fn(x);
+    return in_range_fn(x);
   return exponential_edges(x, simd_fn, std_fn, subnormal_results);
+}
+
+/// xsimd's exp of a register whose lanes all lie in exponential_range, with the same bits: for
+/// floats, xsimd 8's own steps without its two selects for the ends of the range, which such lanes
+/// never reach. A quarter of the work: `exp(x)` on 2^24 floats 0.82x the time, 1.03x a `memcpy`
+/// of the same bytes instead of 1.23x (one thread, Zen 2 VM, 2026-12-06).
+template <class X>
+[[gnu::always_inline]] inline X exp_in_range(const X& v) {
+#if XSIMD_VERSION_MAJOR == 8
+  if constexpr (std::is_same_v<value_t<X>, float>) {
+    namespace xd = xsimd::kernel::detail;
+    using reduction = xd::exp_reduction<float, typename X::arch_type, xd::exp_tag>;
+    X r;
+    const X k = reduction::reduce(v, r);
+    return xsimd::ldexp(reduction::approx(r), xsimd::to_int(k));
+  }
+#endif
+  return xsimd::exp(v);
 }
 
 template <class X>
 XFUNC_ELEMENT_FN X exp(const X& x) {
   if constexpr (backend::is_simd<X>::value) {
     using T = value_t<X>;
-    return exponential(x, [](const X& v) { return xsimd::exp(v); }, [](T v) { return std::exp(v); }, true);
+    return exponential(x, [](const X& v) { return exp_in_range(v); }, [](const X& v) { return xsimd::exp(v); },
+                       [](T v) { return std::exp(v); }, true);
   } else {
     return std::exp(x);
   }
@@ -195,7 +216,8 @@ template <class X>
 XFUNC_ELEMENT_FN X expm1(const X& x) {
   if constexpr (backend::is_simd<X>::value) {
     using T = value_t<X>;
-    return exponential(x, [](const X& v) { return xsimd::expm1(v); }, [](T v) { return std::expm1(v); }, false);
+    const auto simd_fn = [](const X& v) { return xsimd::expm1(v); };
+    return exponential(x, simd_fn, simd_fn, [](T v) { return std::expm1(v); }, false);
   } else {
     return std::expm1(x);
   }
