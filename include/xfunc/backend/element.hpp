@@ -46,6 +46,13 @@ inline constexpr bool simd_elements = std::is_same_v<T, float> || std::is_same_v
 #else
 #define XFUNC_ELEMENT_FN
 #endif
+/// The same, for element functions that a kernel's loop must inline: GCC left `exp` out of line
+/// in large translation units (bench_kernels), a call per register.
+#if defined(__CUDACC__)
+#define XFUNC_ELEMENT_INLINE_FN __host__ __device__ __forceinline__
+#else
+#define XFUNC_ELEMENT_INLINE_FN [[gnu::always_inline]] inline
+#endif
 
 namespace xfunc::detail::element {
 
@@ -202,7 +209,7 @@ template <class X>
 }
 
 template <class X>
-XFUNC_ELEMENT_FN X exp(const X& x) {
+XFUNC_ELEMENT_INLINE_FN X exp(const X& x) {
   if constexpr (backend::is_simd<X>::value) {
     using T = value_t<X>;
     return exponential(x, [](const X& v) { return exp_in_range(v); }, [](const X& v) { return xsimd::exp(v); },
