@@ -256,6 +256,16 @@ inline void parallel_ranges(std::int64_t n, std::int64_t work_per_item,
   items(ctx, 0, n);
 }
 
+/// parallel_for for kernels that carry state from one item to the next (a pipeline): f(i0, i1)
+/// runs the items [i0, i1), in order; the ranges are those parallel_for hands out.
+template <class F>
+void parallel_for_ranges(std::int64_t n, std::int64_t work_per_item, F&& f) {
+  using G = std::remove_reference_t<F>;
+  parallel_ranges(n, work_per_item, [](const void* ctx, std::int64_t i0, std::int64_t i1) {
+    (*static_cast<G*>(const_cast<void*>(ctx)))(i0, i1);
+  }, &f);
+}
+
 /// Runs f(i) for i in [0, n): on the pool when the items together do at least
 /// min_parallel_work element-operations (`work_per_item` each) and more than one thread is
 /// allowed, else in order on this thread. Items are handed out in contiguous ranges (a few per
@@ -263,21 +273,9 @@ inline void parallel_ranges(std::int64_t n, std::int64_t work_per_item,
 /// synchronisation each. f(i) must not depend on which thread runs it (NOTE: [Threads]).
 template <class F>
 void parallel_for(std::int64_t n, std::int64_t work_per_item, F&& f) {
-  using G = std::remove_reference_t<F>;
-  parallel_ranges(n, work_per_item, [](const void* ctx, std::int64_t i0, std::int64_t i1) {
-    G& g = *static_cast<G*>(const_cast<void*>(ctx));
-    for (std::int64_t i = i0; i < i1; ++i) g(i);
-  }, &f);
-}
-
-/// parallel_for for kernels that carry state from one item to the next (a pipeline): f(i0, i1)
-/// runs the items [i0, i1), in order; the ranges are those parallel_for would hand out.
-template <class F>
-void parallel_for_ranges(std::int64_t n, std::int64_t work_per_item, F&& f) {
-  using G = std::remove_reference_t<F>;
-  parallel_ranges(n, work_per_item, [](const void* ctx, std::int64_t i0, std::int64_t i1) {
-    (*static_cast<G*>(const_cast<void*>(ctx)))(i0, i1);
-  }, &f);
+  parallel_for_ranges(n, work_per_item, [&f](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) f(i);
+  });
 }
 
 }  // namespace detail::backend

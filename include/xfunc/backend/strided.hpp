@@ -301,6 +301,14 @@ struct register_transpose {
   }
 };
 
+/// Whether rows dk elements apart from d are each aligned to a register row (transpose_bytes), so
+/// that register blocks may store them whole (by streaming stores where the build has them).
+template <class U>
+bool register_rows_aligned(const U* d, std::int64_t dk) {
+  constexpr auto row_bytes = static_cast<std::int64_t>(transpose_bytes);
+  return reinterpret_cast<std::uintptr_t>(d) % row_bytes == 0 && dk * std::int64_t(sizeof(U)) % row_bytes == 0;
+}
+
 /// One tile: rows along dim k (nk <= copy_tile of them), columns along the innermost dim (nl <=
 /// copy_tile). In the usual transpose (destination contiguous along the columns, source along
 /// the rows) the tile is copied in square blocks transposed in registers, each reading and
@@ -325,8 +333,7 @@ void copy_tile_block(U* __restrict d, std::int64_t dk, std::int64_t dl, const U*
     using block = register_transpose<U, w>;
     bk = nk / w * w;
     bl = nl / w * w;
-    constexpr auto row_bytes = static_cast<std::int64_t>(transpose_bytes);
-    const bool aligned = reinterpret_cast<std::uintptr_t>(d) % row_bytes == 0 && dk * std::int64_t(sizeof(U)) % row_bytes == 0;
+    const bool aligned = register_rows_aligned(d, dk);
     auto blocks = [&](auto streaming) {
       for (std::int64_t i = 0; i < bk; i += w)
         for (std::int64_t j = 0; j < bl; j += w)
@@ -390,10 +397,7 @@ class staged_transpose {
 
   staged_transpose(std::int64_t dk, std::int64_t sl) : buf_(2 * elements), dk_(dk), sl_(sl) {}
   /// Whether the stages of a unit at d (copy_band x copy_tile) can be stored whole registers at a time.
-  bool fits(const U* d) const {
-    constexpr auto row_bytes = static_cast<std::int64_t>(transpose_bytes);
-    return reinterpret_cast<std::uintptr_t>(d) % row_bytes == 0 && dk_ * std::int64_t(sizeof(U)) % row_bytes == 0;
-  }
+  bool fits(const U* d) const { return register_rows_aligned(d, dk_); }
   /// Copies one stage (rows x cols at d, from s): gathers it while scattering the one before.
   void push(U* d, const U* s) {
     U* next = buf_.data() + (flip_ ? elements : 0);
